@@ -1,0 +1,15 @@
+//! The one library API of mempalace.
+//!
+//! [`Palace`] is a handle on one workspace of one store. The CLI commands,
+//! MCP tools and REST routes are thin surfaces over its methods: they parse
+//! their input into the engine's types, call one method, and render the
+//! result. The engine knows no transport (no JSON-RPC, HTTP, terminal or
+//! wire format) and no concrete backend: it sees only the store traits.
+//!
+//! This is also where the clock is read; core takes time as an argument.
+
+pub mod error;
+pub mod palace;
+
+pub use error::{EngineError, EngineResult};
+pub use palace::{AddOutcome, DeleteMode, DoctorReport, ExportError, NewDrawer, Palace, PalaceStatus};

@@ -1,0 +1,454 @@
+//! The palace handle: filing, reading and deleting drawers, the identity,
+//! status, whole-palace export and import, and the doctor.
+//!
+//! Retrieval layers, ingestion pipelines, the knowledge graph and workers get
+//! their own modules; this one holds the basic record operations they build on.
+
+use std::sync::Arc;
+
+use mempalace_core::{
+    Confidence, Content, Drawer, DrawerId, DrawerState, DrawerStatus, DrawerTag, Hall, Identity, Importance,
+    MemoryType, PipelineTier, Room, Timestamp, Wing, WorkspaceId,
+};
+use mempalace_store::{
+    HealthCheck, IdentityRecord, PalaceRecord, PutOutcome, RecordCounts, StorageInfo, Store, Taxonomy,
+};
+
+use crate::error::{EngineError, EngineResult};
+
+/// Reads the wall clock.
+pub type Clock = fn() -> Timestamp;
+
+fn system_clock() -> Timestamp {
+    chrono::Utc::now()
+}
+
+/// A handle on one workspace of a palace. Cheap to clone; safe to share
+/// between threads.
+#[derive(Clone)]
+pub struct Palace {
+    store: Arc<dyn Store>,
+    workspace: WorkspaceId,
+    clock: Clock,
+}
+
+impl std::fmt::Debug for Palace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Palace").field("workspace", &self.workspace).finish_non_exhaustive()
+    }
+}
+
+/// A drawer to file, as a caller describes it. Everything not given gets the
+/// domain defaults (importance 3, confidence 1, active).
+#[derive(Debug, Clone)]
+pub struct NewDrawer {
+    /// Wing.
+    pub wing: Wing,
+    /// Room.
+    pub room: Room,
+    /// Optional hall.
+    pub hall: Option<Hall>,
+    /// The verbatim text.
+    pub content: Content,
+    /// A type decided by the caller; `None` leaves it to the classifiers.
+    pub memory_type: Option<MemoryType>,
+    /// Importance; default 3.
+    pub importance: Option<Importance>,
+    /// Confidence; default 1.
+    pub confidence: Option<Confidence>,
+    /// Where the text came from.
+    pub source_file: Option<String>,
+    /// Who files it.
+    pub added_by: String,
+    /// Tags set by the caller.
+    pub tags: Vec<String>,
+}
+
+/// Result of filing a drawer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AddOutcome {
+    /// A new drawer was stored.
+    Added(DrawerId),
+    /// The same text was already filed in the same place; nothing changed.
+    AlreadyExists(DrawerId),
+}
+
+impl AddOutcome {
+    /// The drawer id either way.
+    pub fn id(&self) -> &DrawerId {
+        match self {
+            AddOutcome::Added(id) | AddOutcome::AlreadyExists(id) => id,
+        }
+    }
+}
+
+/// How to delete a drawer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeleteMode {
+    /// Hide it (status `invalidated`) and keep it for review, with a reason.
+    Soft {
+        /// Why; kept with the drawer.
+        reason: Option<String>,
+    },
+    /// Remove the row and everything derived from it.
+    Hard,
+}
+
+/// What `status` reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PalaceStatus {
+    /// Backend, location, schema version, size.
+    pub storage: StorageInfo,
+    /// The workspace reported on.
+    pub workspace: WorkspaceId,
+    /// Visible drawers per wing and room.
+    pub taxonomy: Taxonomy,
+}
+
+/// What `doctor` found and did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DoctorReport {
+    /// Backend, location, schema version, size.
+    pub storage: StorageInfo,
+    /// Checks before any repair.
+    pub checks: Vec<HealthCheck>,
+    /// Whether derived data was rebuilt.
+    pub repaired: bool,
+    /// Checks after the repair, when one ran.
+    pub checks_after_repair: Option<Vec<HealthCheck>>,
+    /// Drawers in the palace (all workspaces, all statuses) — unchanged by
+    /// the doctor by construction.
+    pub drawers_before: u64,
+    /// The same count after the doctor ran.
+    pub drawers_after: u64,
+}
+
+impl DoctorReport {
+    /// Whether the palace is healthy now (after any repair).
+    pub fn healthy(&self) -> bool {
+        self.checks_after_repair.as_ref().unwrap_or(&self.checks).iter().all(|check| check.ok)
+    }
+}
+
+impl Palace {
+    /// A handle on `workspace` of `store`.
+    pub fn new(store: Arc<dyn Store>, workspace: WorkspaceId) -> Self {
+        Self { store, workspace, clock: system_clock }
+    }
+
+    /// Uses another clock (tests, replays).
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The workspace this handle works on.
+    pub fn workspace(&self) -> &WorkspaceId {
+        &self.workspace
+    }
+
+    /// The underlying store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The current time by this palace's clock.
+    pub fn now(&self) -> Timestamp {
+        (self.clock)()
+    }
+
+    /// Files one drawer verbatim. Filing the same text in the same place
+    /// again is a no-op that returns the existing id.
+    pub fn add_drawer(&self, new: NewDrawer) -> EngineResult<AddOutcome> {
+        let now = self.now();
+        let mut drawer = Drawer::new(self.workspace.clone(), new.wing, new.room, new.content, new.added_by, now);
+        drawer.hall = new.hall;
+        drawer.source_file = new.source_file;
+        if let Some(importance) = new.importance {
+            drawer.importance = importance;
+        }
+        if let Some(confidence) = new.confidence {
+            drawer.confidence = confidence;
+        }
+        if let Some(memory_type) = new.memory_type {
+            // A type stated by the caller is a decision already made: nothing
+            // is left for the cold path to classify.
+            drawer.memory_type = Some(memory_type);
+            drawer.state = DrawerState::Processed;
+            drawer.pipeline_tier = PipelineTier::Heuristic;
+        }
+        let mut tags = new.tags;
+        tags.sort();
+        tags.dedup();
+        drawer.tags = tags.into_iter().map(|tag| DrawerTag { tag, source: mempalace_core::TagSource::User }).collect();
+        let id = drawer.id.clone();
+        let outcome = self.store.put_drawers(std::slice::from_ref(&drawer))?;
+        Ok(match outcome.first() {
+            Some(PutOutcome::Inserted) => AddOutcome::Added(id),
+            _ => AddOutcome::AlreadyExists(id),
+        })
+    }
+
+    /// One drawer by id, whatever its status.
+    pub fn drawer(&self, id: &DrawerId) -> EngineResult<Drawer> {
+        self.store
+            .drawer(&self.workspace, id)?
+            .ok_or_else(|| EngineError::NotFound { what: "drawer", id: id.to_string() })
+    }
+
+    /// Deletes a drawer softly (hidden, kept) or for good.
+    pub fn delete_drawer(&self, id: &DrawerId, mode: DeleteMode) -> EngineResult<()> {
+        let found = match mode {
+            DeleteMode::Soft { reason } => self.store.set_drawer_status(
+                &self.workspace,
+                id,
+                DrawerStatus::Invalidated,
+                reason.as_deref(),
+                self.now(),
+            )?,
+            DeleteMode::Hard => self.store.delete_drawer(&self.workspace, id)?,
+        };
+        if found { Ok(()) } else { Err(EngineError::NotFound { what: "drawer", id: id.to_string() }) }
+    }
+
+    /// Counts per wing and room, from the aggregate.
+    pub fn status(&self) -> EngineResult<PalaceStatus> {
+        Ok(PalaceStatus {
+            storage: self.store.info()?,
+            workspace: self.workspace.clone(),
+            taxonomy: self.store.taxonomy(&self.workspace)?,
+        })
+    }
+
+    /// The workspace's identity, if set.
+    pub fn identity(&self) -> EngineResult<Option<IdentityRecord>> {
+        Ok(self.store.identity(&self.workspace)?)
+    }
+
+    /// Sets the workspace's identity.
+    pub fn set_identity(&self, identity: &Identity) -> EngineResult<()> {
+        Ok(self.store.set_identity(&self.workspace, identity, self.now())?)
+    }
+
+    /// Streams every record of every workspace to `sink`: per workspace,
+    /// identity, entities (before the triples that refer to them), triples,
+    /// sessions, episodic summaries, tunnels, centroids, then drawers in
+    /// pages. Returns how many records were written.
+    pub fn export_all<E>(&self, sink: &mut dyn FnMut(PalaceRecord) -> Result<(), E>) -> Result<u64, ExportError<E>> {
+        const PAGE: usize = 1_000;
+        let mut written = 0_u64;
+        let mut emit = |record: PalaceRecord| -> Result<(), ExportError<E>> {
+            written += 1;
+            sink(record).map_err(ExportError::Sink)
+        };
+        let store = &self.store;
+        for workspace in store.workspaces().map_err(EngineError::from)? {
+            if let Some(identity) = store.identity(&workspace).map_err(EngineError::from)? {
+                emit(PalaceRecord::Identity(identity))?;
+            }
+            for entity in store.entities(&workspace).map_err(EngineError::from)? {
+                emit(PalaceRecord::Entity(entity))?;
+            }
+            for triple in store.triples(&workspace).map_err(EngineError::from)? {
+                emit(PalaceRecord::Triple(triple))?;
+            }
+            for session in store.sessions(&workspace).map_err(EngineError::from)? {
+                emit(PalaceRecord::Session(session))?;
+            }
+            for summary in store.episodic_summaries(&workspace).map_err(EngineError::from)? {
+                emit(PalaceRecord::EpisodicSummary(summary))?;
+            }
+            for tunnel in store.tunnels(&workspace).map_err(EngineError::from)? {
+                emit(PalaceRecord::Tunnel(tunnel))?;
+            }
+            for centroid in store.centroids(&workspace).map_err(EngineError::from)? {
+                emit(PalaceRecord::Centroid(centroid))?;
+            }
+            let mut after: Option<DrawerId> = None;
+            loop {
+                let page = store.scan_drawers(&workspace, after.as_ref(), PAGE).map_err(EngineError::from)?;
+                let Some(last) = page.last() else { break };
+                after = Some(last.id.clone());
+                for drawer in page {
+                    emit(PalaceRecord::Drawer(Box::new(drawer)))?;
+                }
+            }
+        }
+        Ok(written)
+    }
+
+    /// Writes one batch of exported records in one transaction (absent keys
+    /// inserted, present keys left alone). Callers stream a file in batches
+    /// and may report each returned count as committed.
+    pub fn import_batch(&self, records: &[PalaceRecord]) -> EngineResult<RecordCounts> {
+        Ok(self.store.import(records)?)
+    }
+
+    /// Verifies the palace and, with `repair`, rebuilds derived data that
+    /// failed its check. User data is never modified: the drawer count before
+    /// and after is part of the report.
+    pub fn doctor(&self, repair: bool) -> EngineResult<DoctorReport> {
+        let drawers_before = self.count_all_drawers()?;
+        let checks = self.store.verify()?;
+        let derived_broken = checks.iter().any(|check| !check.ok && check.derived);
+        let (repaired, checks_after_repair) = if repair && derived_broken {
+            tracing::warn!("derived data differs from the rows; rebuilding it");
+            (true, Some(self.store.rebuild_derived()?))
+        } else {
+            (false, None)
+        };
+        Ok(DoctorReport {
+            storage: self.store.info()?,
+            checks,
+            repaired,
+            checks_after_repair,
+            drawers_before,
+            drawers_after: self.count_all_drawers()?,
+        })
+    }
+
+    /// Every drawer row of the palace, any workspace or status (a scan; only
+    /// the doctor uses it).
+    fn count_all_drawers(&self) -> EngineResult<u64> {
+        let mut total = 0_u64;
+        for workspace in self.store.workspaces()? {
+            let mut after: Option<DrawerId> = None;
+            loop {
+                let page = self.store.scan_drawers(&workspace, after.as_ref(), 5_000)?;
+                let Some(last) = page.last() else { break };
+                after = Some(last.id.clone());
+                total += page.len() as u64;
+            }
+        }
+        Ok(total)
+    }
+}
+
+/// An export failed in the store or in the sink.
+#[derive(Debug)]
+pub enum ExportError<E> {
+    /// Reading the palace failed.
+    Engine(EngineError),
+    /// Writing a record failed.
+    Sink(E),
+}
+
+impl<E> From<EngineError> for ExportError<E> {
+    fn from(error: EngineError) -> Self {
+        Self::Engine(error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mempalace_sqlite::{SqliteOptions, SqliteStore};
+
+    fn palace() -> (tempfile::TempDir, Palace) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(
+            &dir.path().join("palace.db"),
+            SqliteOptions { create: true, ..SqliteOptions::default() },
+        )
+        .unwrap();
+        (dir, Palace::new(Arc::new(store), WorkspaceId::default_workspace()))
+    }
+
+    fn new_drawer(text: &str) -> NewDrawer {
+        NewDrawer {
+            wing: Wing::parse("project").unwrap(),
+            room: Room::parse("decisions").unwrap(),
+            hall: None,
+            content: Content::parse(text).unwrap(),
+            memory_type: None,
+            importance: None,
+            confidence: None,
+            source_file: None,
+            added_by: "test".into(),
+            tags: vec!["b".into(), "a".into(), "a".into()],
+        }
+    }
+
+    #[test]
+    fn filing_twice_returns_the_same_id_without_a_second_row() {
+        let (_dir, palace) = palace();
+        let first = palace.add_drawer(new_drawer("We chose PostgreSQL.")).unwrap();
+        let second = palace.add_drawer(new_drawer("We chose PostgreSQL.")).unwrap();
+        assert!(matches!(first, AddOutcome::Added(_)));
+        assert_eq!(second, AddOutcome::AlreadyExists(first.id().clone()));
+        assert_eq!(palace.status().unwrap().taxonomy.total_drawers, 1);
+        let tags: Vec<_> = palace.drawer(first.id()).unwrap().tags.into_iter().map(|t| t.tag).collect();
+        assert_eq!(tags, vec!["a", "b"]);
+    }
+
+    #[test]
+    fn a_stated_type_marks_the_drawer_processed() {
+        let (_dir, palace) = palace();
+        let mut new = new_drawer("Ship on Friday.");
+        new.memory_type = Some(MemoryType::Task);
+        let drawer = palace.drawer(palace.add_drawer(new).unwrap().id()).unwrap();
+        assert_eq!(drawer.memory_type, Some(MemoryType::Task));
+        assert_eq!(drawer.state, DrawerState::Processed);
+    }
+
+    #[test]
+    fn soft_delete_hides_and_hard_delete_removes() {
+        let (_dir, palace) = palace();
+        let id = palace.add_drawer(new_drawer("temporary")).unwrap().id().clone();
+        palace.delete_drawer(&id, DeleteMode::Soft { reason: Some("outdated".into()) }).unwrap();
+        assert_eq!(palace.status().unwrap().taxonomy.total_drawers, 0);
+        assert_eq!(palace.drawer(&id).unwrap().status, DrawerStatus::Invalidated);
+        palace.delete_drawer(&id, DeleteMode::Hard).unwrap();
+        assert!(matches!(palace.drawer(&id), Err(EngineError::NotFound { .. })));
+        assert!(matches!(palace.delete_drawer(&id, DeleteMode::Hard), Err(EngineError::NotFound { .. })));
+    }
+
+    #[test]
+    fn export_then_import_reproduces_every_record() {
+        let (_dir, source) = palace();
+        source.add_drawer(new_drawer("one")).unwrap();
+        source.add_drawer(new_drawer("two")).unwrap();
+        source.import_batch(&mempalace_store::conformance::sample_records(source.workspace())).unwrap();
+        source.set_identity(&Identity::parse("I am Atlas").unwrap()).unwrap();
+        let mut records = Vec::new();
+        let written = source
+            .export_all(&mut |record| {
+                records.push(record);
+                Ok::<_, std::convert::Infallible>(())
+            })
+            .unwrap();
+        assert_eq!(written as usize, records.len());
+
+        let (_dir2, target) = palace();
+        let counts = target.import_batch(&records).unwrap();
+        assert_eq!(counts.inserted as usize, records.len());
+        let mut again = Vec::new();
+        target
+            .export_all(&mut |record| {
+                again.push(record);
+                Ok::<_, std::convert::Infallible>(())
+            })
+            .unwrap();
+        assert_eq!(again, records);
+    }
+
+    #[test]
+    fn doctor_repairs_derived_data_and_keeps_every_drawer() {
+        let (dir, palace) = palace();
+        for i in 0..5 {
+            palace.add_drawer(new_drawer(&format!("drawer {i}"))).unwrap();
+        }
+        let clean = palace.doctor(true).unwrap();
+        assert!(clean.healthy() && !clean.repaired);
+        let conn = rusqlite_open(&dir.path().join("palace.db"));
+        conn.execute_batch("DELETE FROM room_counts").unwrap();
+        let report = palace.doctor(true).unwrap();
+        assert!(report.repaired && report.healthy(), "{report:?}");
+        assert_eq!((report.drawers_before, report.drawers_after), (5, 5));
+        assert_eq!(palace.status().unwrap().taxonomy.total_drawers, 5);
+    }
+
+    fn rusqlite_open(path: &std::path::Path) -> rusqlite::Connection {
+        rusqlite::Connection::open(path).unwrap()
+    }
+}

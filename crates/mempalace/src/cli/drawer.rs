@@ -1,0 +1,173 @@
+//! `add`, `get` and `delete`: one drawer at a time.
+
+use std::io::Read;
+
+use anyhow::Result;
+use clap::Args;
+use mempalace_core::{Content, DrawerId, Hall, Importance, MemoryType, Room, Wing};
+use mempalace_engine::{AddOutcome, DeleteMode, NewDrawer, Palace};
+
+use super::UserError;
+use super::wire;
+use crate::output;
+
+/// Arguments of `add`.
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// Wing (top-level category), e.g. the project.
+    #[arg(long)]
+    pub wing: String,
+    /// Room (topic within the wing).
+    #[arg(long)]
+    pub room: String,
+    /// Hall (optional finer grouping).
+    #[arg(long)]
+    pub hall: Option<String>,
+    /// Memory type: decision, preference, milestone, problem, emotional, fact or task.
+    #[arg(long = "type", value_name = "TYPE")]
+    pub memory_type: Option<String>,
+    /// Importance from 0 to 5 (default 3).
+    #[arg(long)]
+    pub importance: Option<f64>,
+    /// Where the text came from.
+    #[arg(long, value_name = "F")]
+    pub source_file: Option<String>,
+    /// Who files it (default "cli").
+    #[arg(long, default_value = "cli")]
+    pub added_by: String,
+    /// A tag to attach (repeatable).
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// Print {"drawer_id": …, "added": bool} instead of the bare id.
+    #[arg(long)]
+    pub json: bool,
+    /// The memory text, verbatim, or `-` to read it from stdin.
+    #[arg(value_name = "TEXT|-", allow_hyphen_values = true)]
+    pub text: String,
+}
+
+/// Arguments of `get`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// Drawer id, as printed by `add` or `search`.
+    pub id: String,
+    /// Print every field as JSON (the drawer line of the export format).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `delete`.
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    /// Drawer id.
+    pub id: String,
+    /// Why (kept with a soft-deleted drawer).
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Remove the drawer for good instead of hiding it.
+    #[arg(long)]
+    pub hard: bool,
+}
+
+/// Reads the drawer text from the argument, or stdin for `-`.
+pub(super) fn read_text(text: String) -> Result<String> {
+    if text != "-" {
+        return Ok(text);
+    }
+    let mut bytes = Vec::new();
+    std::io::stdin().lock().read_to_end(&mut bytes)?;
+    String::from_utf8(bytes).map_err(|error| {
+        UserError(format!(
+            "stdin is not valid UTF-8 (first bad byte at offset {}); convert it first, e.g. `iconv -f latin1 -t utf-8`",
+            error.utf8_error().valid_up_to()
+        ))
+        .into()
+    })
+}
+
+pub fn add(palace: &Palace, args: AddArgs) -> Result<()> {
+    let text = read_text(args.text)?;
+    let new = NewDrawer {
+        wing: Wing::parse(&args.wing)?,
+        room: Room::parse(&args.room)?,
+        hall: args.hall.as_deref().map(Hall::parse).transpose()?,
+        content: Content::parse(text)?,
+        memory_type: args.memory_type.as_deref().map(str::parse::<MemoryType>).transpose()?,
+        importance: args.importance.map(Importance::new).transpose()?,
+        confidence: None,
+        source_file: args.source_file,
+        added_by: args.added_by,
+        tags: args.tags,
+    };
+    let outcome = palace.add_drawer(new)?;
+    let added = matches!(outcome, AddOutcome::Added(_));
+    if args.json {
+        output::json(&serde_json::json!({"drawer_id": outcome.id().as_str(), "added": added}))?;
+    } else {
+        if !added {
+            output::note("already filed: the same text is in this wing and room");
+        }
+        output::line(outcome.id().as_str())?;
+    }
+    Ok(())
+}
+
+fn or_dash(value: Option<&str>) -> &str {
+    value.unwrap_or("-")
+}
+
+pub fn get(palace: &Palace, args: GetArgs) -> Result<()> {
+    let drawer = palace.drawer(&DrawerId::parse(&args.id)?)?;
+    if args.json {
+        return Ok(output::json(&wire::drawer_line(&drawer))?);
+    }
+    let tags: Vec<String> = drawer.tags.iter().map(|t| format!("{} ({})", t.tag, t.source)).collect();
+    let ts = mempalace_core::time::format_timestamp;
+    let mut text = String::new();
+    let mut field = |name: &str, value: &str| {
+        text.push_str(&format!("{name:<12} {value}\n"));
+    };
+    field("id:", drawer.id.as_str());
+    field("wing:", drawer.wing.as_str());
+    field("room:", drawer.room.as_str());
+    field("hall:", or_dash(drawer.hall.as_ref().map(Hall::as_str)));
+    field(
+        "type:",
+        &format!(
+            "{} (state {}, tier {})",
+            drawer.memory_type.map_or("unclassified", |t| t.as_str()),
+            drawer.state,
+            drawer.pipeline_tier
+        ),
+    );
+    field("importance:", &format!("{:.2}", drawer.importance.get()));
+    field("confidence:", &format!("{:.2}", drawer.confidence.get()));
+    let status = match &drawer.status_reason {
+        Some(reason) => format!("{} ({reason})", drawer.status),
+        None => drawer.status.to_string(),
+    };
+    field("status:", &status);
+    field("source:", or_dash(drawer.source_file.as_deref()));
+    field("added by:", &drawer.added_by);
+    field("filed at:", &ts(&drawer.filed_at));
+    field("accessed:", &format!("{} times", drawer.access_count));
+    field("tags:", &if tags.is_empty() { "-".to_string() } else { tags.join(", ") });
+    text.push('\n');
+    text.push_str(drawer.content.as_str());
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(output::text(text)?)
+}
+
+pub fn delete(palace: &Palace, args: DeleteArgs) -> Result<()> {
+    let id = DrawerId::parse(&args.id)?;
+    if args.hard {
+        palace.delete_drawer(&id, DeleteMode::Hard)?;
+        output::line(format!("deleted {id}"))?;
+    } else {
+        palace.delete_drawer(&id, DeleteMode::Soft { reason: args.reason })?;
+        output::line(format!("invalidated {id} (hidden; `mempalace get` still shows it, --hard removes it)"))?;
+    }
+    Ok(())
+}

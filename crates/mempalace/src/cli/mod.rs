@@ -1,0 +1,232 @@
+//! The command-line surface: argument parsing, dispatch, and the mapping of
+//! errors to exit codes.
+//!
+//! Each command parses its arguments into engine types, calls one engine
+//! method and renders the result (text, or the documented JSON with
+//! `--json`). Command names and flags follow the Python MemPalace CLI where
+//! it has the command.
+
+mod drawer;
+mod identity;
+mod palace;
+mod transfer;
+mod wire;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+use clap::{Args, Parser, Subcommand};
+use mempalace_engine::{EngineError, Palace};
+use mempalace_sqlite::{SqliteOptions, SqliteStore};
+use mempalace_store::StoreError;
+
+use crate::settings::{self, Overrides, Settings};
+
+/// Persistent memory for AI agents.
+#[derive(Debug, Parser)]
+#[command(name = "mempalace", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every command accepts.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Palace directory (holding palace.db) or palace file. Default:
+    /// $MEMPALACE_PALACE_PATH, else palace_path in ~/.mempalace/config.json,
+    /// else ~/.mempalace/palace.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub palace: Option<PathBuf>,
+    /// Workspace within the palace (default: "default", or $MEMPALACE_WORKSPACE).
+    #[arg(long, global = true, value_name = "ID")]
+    pub workspace: Option<String>,
+    /// More log output on stderr (-v info, -vv debug). $MEMPALACE_LOG takes a
+    /// full filter such as "mempalace=debug".
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create a palace, and with DIR, a mempalace.yaml describing that project.
+    Init(palace::InitArgs),
+    /// File one drawer (a verbatim memory) and print its id.
+    Add(drawer::AddArgs),
+    /// Show drawers per wing and room.
+    Status(palace::StatusArgs),
+    /// Show one drawer.
+    Get(drawer::GetArgs),
+    /// Delete a drawer: hide it (default, keeps it for review) or remove it with --hard.
+    Delete(drawer::DeleteArgs),
+    /// Show or set the identity text (L0) given to agents at wake-up.
+    #[command(subcommand)]
+    Identity(identity::IdentityCommand),
+    /// Write the whole palace as JSONL (lossless, every workspace).
+    Export(transfer::ExportArgs),
+    /// Read a JSONL export into the palace (records already present are kept).
+    Import(transfer::ImportArgs),
+    /// Check the palace and rebuild derived indexes if needed. Never deletes user data.
+    #[command(visible_alias = "repair")]
+    Doctor(palace::DoctorArgs),
+}
+
+/// Exit codes other than 0 (documented in docs/cli.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Our fault: an internal error.
+    Internal = 1,
+    /// Bad arguments or input; fix them and retry.
+    Usage = 2,
+    /// The drawer, palace or file asked for does not exist.
+    NotFound = 3,
+    /// The palace stayed locked by another writer.
+    Busy = 4,
+    /// The palace file is not a palace, is damaged or is too new.
+    BadPalace = 5,
+    /// The disk refused (space, permissions).
+    Io = 6,
+    /// `doctor` found problems it could not repair.
+    Unhealthy = 7,
+}
+
+/// An error the user can fix, raised by the CLI itself (bad stdin, bad file).
+#[derive(Debug)]
+pub struct UserError(pub String);
+
+impl std::fmt::Display for UserError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UserError {}
+
+/// A `doctor` run that ended unhealthy.
+#[derive(Debug)]
+pub struct Unhealthy;
+
+impl std::fmt::Display for Unhealthy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the palace has problems doctor could not repair (see above); restore from `mempalace export` output if needed")
+    }
+}
+
+impl std::error::Error for Unhealthy {}
+
+fn store_exit(error: &StoreError) -> Exit {
+    match error {
+        StoreError::Missing { .. } => Exit::NotFound,
+        StoreError::NotAPalace { .. } | StoreError::SchemaTooNew { .. } | StoreError::Corrupt { .. } => Exit::BadPalace,
+        StoreError::Busy { .. } => Exit::Busy,
+        StoreError::Limit { .. } => Exit::Usage,
+        StoreError::InvalidData { .. } => Exit::BadPalace,
+        StoreError::Io { .. } => Exit::Io,
+        StoreError::Backend { .. } => Exit::Internal,
+    }
+}
+
+fn engine_exit(error: &EngineError) -> Exit {
+    match error {
+        EngineError::Invalid(_) => Exit::Usage,
+        EngineError::NotFound { .. } => Exit::NotFound,
+        EngineError::Store(error) => store_exit(error),
+    }
+}
+
+/// The exit code for an error chain: the first cause we classify decides.
+pub fn exit_code(error: &anyhow::Error) -> Exit {
+    for cause in error.chain() {
+        if let Some(error) = cause.downcast_ref::<EngineError>() {
+            return engine_exit(error);
+        }
+        if let Some(error) = cause.downcast_ref::<StoreError>() {
+            return store_exit(error);
+        }
+        if cause.downcast_ref::<mempalace_core::ValidationError>().is_some() || cause.is::<UserError>() {
+            return Exit::Usage;
+        }
+        if cause.is::<Unhealthy>() {
+            return Exit::Unhealthy;
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::NotFound
+        {
+            return Exit::NotFound;
+        }
+    }
+    Exit::Internal
+}
+
+/// Resolves settings from the process environment and the flags.
+fn settings(global: &GlobalArgs) -> Result<Settings> {
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let home = env.get("HOME").filter(|home| !home.is_empty()).map(PathBuf::from);
+    settings::resolve(
+        &env,
+        home.as_deref(),
+        &Overrides { palace: global.palace.clone(), workspace: global.workspace.clone() },
+    )
+}
+
+/// How a command needs the palace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// Only reads; the palace must exist.
+    Read,
+    /// Changes existing data; the palace must exist.
+    Update,
+    /// Files new data; the palace is created when missing.
+    Create,
+}
+
+/// Opens the palace named by the settings.
+fn open_palace(settings: &Settings, access: Access) -> Result<Palace> {
+    let file = &settings.palace_file;
+    if access == Access::Create
+        && let Some(dir) = file.parent()
+        && !dir.exists()
+    {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating the palace directory {}", dir.display()))?;
+    }
+    if !file.exists()
+        && let Some(dir) = file.parent()
+        && dir.join("chroma.sqlite3").exists()
+    {
+        return Err(UserError(format!(
+            "{} holds a Python MemPalace palace (chroma.sqlite3), not a mempalace-rs palace; \
+             bring it over with `mempalace migrate-from-python`, or pass another --palace",
+            dir.display()
+        ))
+        .into());
+    }
+    let options = SqliteOptions {
+        create: access == Access::Create,
+        busy_timeout: std::time::Duration::from_millis(settings.busy_timeout_ms),
+        ..SqliteOptions::default()
+    };
+    let store = SqliteStore::open(file, options)?;
+    Ok(Palace::new(Arc::new(store), settings.workspace.clone()))
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> Result<()> {
+    let settings = settings(&cli.global)?;
+    tracing::debug!(palace = %settings.palace_file.display(), workspace = %settings.workspace, "settings resolved");
+    match cli.command {
+        Command::Init(args) => palace::init(&settings, args),
+        Command::Add(args) => drawer::add(&open_palace(&settings, Access::Create)?, args),
+        Command::Status(args) => palace::status(&open_palace(&settings, Access::Read)?, args),
+        Command::Get(args) => drawer::get(&open_palace(&settings, Access::Read)?, args),
+        Command::Delete(args) => drawer::delete(&open_palace(&settings, Access::Update)?, args),
+        Command::Identity(command) => identity::run(&settings, command),
+        Command::Export(args) => transfer::export(&open_palace(&settings, Access::Read)?, args),
+        Command::Import(args) => transfer::import(&settings, args),
+        Command::Doctor(args) => palace::doctor(&open_palace(&settings, Access::Update)?, args),
+    }
+}

@@ -1,0 +1,197 @@
+//! `init`, `status` and `doctor`: the palace as a whole.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, IsTerminal};
+use std::path::PathBuf;
+
+use anyhow::{Context as _, Result};
+use clap::Args;
+use mempalace_core::name::normalize_wing_name;
+use mempalace_core::project::ProjectConfig;
+use mempalace_engine::{DoctorReport, Palace};
+use mempalace_store::HealthCheck;
+use serde_json::json;
+
+use super::{Access, Unhealthy, UserError, open_palace};
+use crate::output;
+use crate::settings::Settings;
+
+/// Arguments of `init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// A project directory: writes DIR/mempalace.yaml (wing and rooms) for `mempalace mine`.
+    pub dir: Option<PathBuf>,
+    /// Accept the proposed rooms without asking.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+/// Arguments of `status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Print the documented JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Only check; do not rebuild derived data.
+    #[arg(long)]
+    pub check_only: bool,
+    /// Print the documented JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Accepted for compatibility with `mempalace repair --yes`; doctor never asks.
+    #[arg(long, short = 'y', hide = true)]
+    pub yes: bool,
+}
+
+pub fn init(settings: &Settings, args: InitArgs) -> Result<()> {
+    let palace = open_palace(settings, Access::Create)?;
+    let status = palace.status()?;
+    output::line(format!(
+        "palace ready at {} ({} drawers)",
+        settings.palace_file.display(),
+        status.taxonomy.total_drawers
+    ))?;
+    let Some(dir) = args.dir else { return Ok(()) };
+    if !dir.is_dir() {
+        return Err(
+            UserError(format!("{} is not a directory; pass the project folder to describe", dir.display())).into()
+        );
+    }
+    let yaml_path = dir.join("mempalace.yaml");
+    if yaml_path.exists() {
+        output::line(format!("kept existing {}", yaml_path.display()))?;
+        return Ok(());
+    }
+    let dir = dir.canonicalize().with_context(|| format!("resolving {}", dir.display()))?;
+    let name = dir.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    let wing = normalize_wing_name(&name);
+    let wing = if mempalace_core::Wing::parse(&wing).is_ok() { wing } else { "project".to_string() };
+    let mut folders = Vec::new();
+    for entry in std::fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))? {
+        let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+        if entry.file_type().map(|kind| kind.is_dir()).unwrap_or(false) {
+            folders.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    let config = ProjectConfig::propose(&wing, &folders);
+    if !args.yes && std::io::stdin().is_terminal() {
+        output::note(format!("wing: {}", config.wing));
+        for room in &config.rooms {
+            output::note(format!("  room {:<20} {}", room.name, room.description));
+        }
+        output::note("write mempalace.yaml with these rooms? [Y/n] ");
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if answer.trim().eq_ignore_ascii_case("n") || answer.trim().eq_ignore_ascii_case("no") {
+            output::line("skipped mempalace.yaml")?;
+            return Ok(());
+        }
+    }
+    std::fs::write(&yaml_path, config.to_yaml()).with_context(|| format!("writing {}", yaml_path.display()))?;
+    output::line(format!("wrote {} (wing {}, {} rooms)", yaml_path.display(), config.wing, config.rooms.len()))?;
+    output::line(format!("next: mempalace mine {}", dir.display()))?;
+    Ok(())
+}
+
+pub fn status(palace: &Palace, args: StatusArgs) -> Result<()> {
+    let status = palace.status()?;
+    let taxonomy = &status.taxonomy;
+    if args.json {
+        let mut rooms: BTreeMap<&str, u64> = BTreeMap::new();
+        for wing in taxonomy.wings.values() {
+            for (room, count) in &wing.rooms {
+                *rooms.entry(room).or_default() += count;
+            }
+        }
+        let wings: BTreeMap<&str, u64> =
+            taxonomy.wings.iter().map(|(name, wing)| (name.as_str(), wing.drawers)).collect();
+        let nested: BTreeMap<&str, &BTreeMap<String, u64>> =
+            taxonomy.wings.iter().map(|(name, wing)| (name.as_str(), &wing.rooms)).collect();
+        output::json(&json!({
+            "palace_path": status.storage.location,
+            "backend": status.storage.backend,
+            "schema_version": status.storage.schema_version,
+            "workspace": status.workspace.as_str(),
+            "total_drawers": taxonomy.total_drawers,
+            "wings": wings,
+            "rooms": rooms,
+            "taxonomy": nested,
+        }))?;
+        return Ok(());
+    }
+    // The Python MemPalace's layout, so scripts that read it keep working.
+    let rule = "=".repeat(55);
+    let mut text = format!("\n{rule}\n  MemPalace Status — {} drawers\n{rule}\n\n", taxonomy.total_drawers);
+    for (wing_name, wing) in &taxonomy.wings {
+        text.push_str(&format!("  WING: {wing_name}\n"));
+        let mut rooms: Vec<(&String, &u64)> = wing.rooms.iter().collect();
+        rooms.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for (room, count) in rooms {
+            text.push_str(&format!("    ROOM: {room:20} {count:5} drawers\n"));
+        }
+        text.push('\n');
+    }
+    text.push_str(&format!("{rule}\n\n"));
+    Ok(output::text(text)?)
+}
+
+fn check_json(check: &HealthCheck) -> serde_json::Value {
+    json!({"name": check.name, "ok": check.ok, "derived": check.derived, "detail": check.detail})
+}
+
+fn report_json(report: &DoctorReport) -> serde_json::Value {
+    json!({
+        "healthy": report.healthy(),
+        "palace_path": report.storage.location,
+        "backend": report.storage.backend,
+        "schema_version": report.storage.schema_version,
+        "size_bytes": report.storage.size_bytes,
+        "drawers_before": report.drawers_before,
+        "drawers_after": report.drawers_after,
+        "checks": report.checks.iter().map(check_json).collect::<Vec<_>>(),
+        "repaired": report.repaired,
+        "checks_after_repair": report.checks_after_repair.as_ref().map(|checks| checks.iter().map(check_json).collect::<Vec<_>>()),
+    })
+}
+
+pub fn doctor(palace: &Palace, args: DoctorArgs) -> Result<()> {
+    let report = palace.doctor(!args.check_only)?;
+    if args.json {
+        output::json(&report_json(&report))?;
+    } else {
+        let mut text = format!(
+            "palace {} (schema {}, {} bytes, {} drawers)\n",
+            report.storage.location,
+            report.storage.schema_version,
+            report.storage.size_bytes.unwrap_or(0),
+            report.drawers_before
+        );
+        for check in &report.checks {
+            text.push_str(&format!(
+                "  {} {:<14} {}\n",
+                if check.ok { "ok  " } else { "FAIL" },
+                check.name,
+                check.detail
+            ));
+        }
+        if let Some(after) = &report.checks_after_repair {
+            text.push_str("rebuilt derived data; after the rebuild:\n");
+            for check in after {
+                text.push_str(&format!(
+                    "  {} {:<14} {}\n",
+                    if check.ok { "ok  " } else { "FAIL" },
+                    check.name,
+                    check.detail
+                ));
+            }
+        }
+        text.push_str(if report.healthy() { "healthy\n" } else { "problems remain\n" });
+        output::text(text)?;
+    }
+    if report.healthy() { Ok(()) } else { Err(Unhealthy.into()) }
+}

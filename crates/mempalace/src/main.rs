@@ -1,0 +1,62 @@
+//! The `mempalace` binary: parses the command line, sets up logging to
+//! stderr, runs one command and turns its outcome into an exit code.
+//!
+//! Stdout carries only command results (and, later, MCP stdio frames); every
+//! log line goes to stderr. A closed stdout pipe (`mempalace export | head`)
+//! is a normal end, not an error.
+
+mod cli;
+mod output;
+mod settings;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::{Cli, Exit};
+
+/// Installs the stderr subscriber: `MEMPALACE_LOG` (an env-filter
+/// directive) when set, else warnings, raised by each `-v`.
+fn setup_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = std::env::var("MEMPALACE_LOG")
+        .ok()
+        .and_then(|directives| EnvFilter::try_new(directives).ok())
+        .unwrap_or_else(|| EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .init();
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    setup_logging(cli.global.verbose);
+    match cli::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) => {
+            let code = cli::exit_code(&error);
+            if code == Exit::Internal {
+                tracing::error!(error = format!("{error:?}"), "internal error");
+            }
+            output::note(format!("error: {error:#}"));
+            ExitCode::from(code as u8)
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! Startup settings: compiled-in defaults, `~/.mempalace/config.json`, the
+//! environment and CLI flags, in that order of precedence (last wins).
+//!
+//! This is the only place that reads configuration files or environment
+//! variables; library crates receive plain values. An unknown key or a bad
+//! value stops startup with a message naming it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, bail};
+use mempalace_core::WorkspaceId;
+use serde_json::Value;
+
+/// Keys of `config.json` we act on.
+const OUR_KEYS: &[&str] = &["palace_path", "workspace", "busy_timeout_ms"];
+
+/// Keys the Python MemPalace writes or reads. Accepted so an existing config
+/// keeps working; those with no meaning here are ignored.
+const MEMPALACE_KEYS: &[&str] = &[
+    "collection_name",
+    "topic_wings",
+    "hall_keywords",
+    "chunk_size",
+    "chunk_overlap",
+    "min_chunk_size",
+    "entity_languages",
+    "embedding_device",
+    "topic_tunnel_min_count",
+    "hooks",
+    "people_map",
+    "backend",
+    "embedding_model",
+    "max_backups",
+    "embeddinggemma_batch_size",
+    "embedding_threads",
+];
+
+/// Values from `config.json`, checked.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ConfigFile {
+    /// `palace_path`.
+    pub palace_path: Option<PathBuf>,
+    /// `workspace`.
+    pub workspace: Option<String>,
+    /// `busy_timeout_ms`.
+    pub busy_timeout_ms: Option<u64>,
+}
+
+impl ConfigFile {
+    /// Parses the text of a config file. `origin` names it in errors.
+    pub fn parse(text: &str, origin: &Path) -> Result<Self> {
+        let value: Value = serde_json::from_str(text)
+            .with_context(|| format!("{} is not valid JSON; fix it or move it aside", origin.display()))?;
+        let Value::Object(map) = value else {
+            bail!("{} must hold a JSON object such as {{\"palace_path\": \"~/.mempalace/palace\"}}", origin.display());
+        };
+        let mut config = ConfigFile::default();
+        for (key, value) in &map {
+            let bad_value = |expected: &str| {
+                anyhow::anyhow!("{}: key {key:?} has value {value}; expected {expected}", origin.display())
+            };
+            match key.as_str() {
+                "palace_path" => {
+                    let text = value.as_str().ok_or_else(|| bad_value("a path string"))?;
+                    config.palace_path = Some(PathBuf::from(text));
+                }
+                "workspace" => {
+                    let text = value.as_str().ok_or_else(|| bad_value("a workspace id string"))?;
+                    config.workspace = Some(text.to_string());
+                }
+                "busy_timeout_ms" => {
+                    config.busy_timeout_ms =
+                        Some(value.as_u64().ok_or_else(|| bad_value("a whole number of milliseconds"))?);
+                }
+                known if MEMPALACE_KEYS.contains(&known) => {
+                    tracing::debug!(key, "config key of the Python MemPalace has no effect here");
+                }
+                unknown => bail!(
+                    "{}: unknown key {unknown:?}; accepted keys are {} (and the Python MemPalace's: {})",
+                    origin.display(),
+                    OUR_KEYS.join(", "),
+                    MEMPALACE_KEYS.join(", ")
+                ),
+            }
+        }
+        Ok(config)
+    }
+}
+
+/// Flags that override everything else.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    /// `--palace`.
+    pub palace: Option<PathBuf>,
+    /// `--workspace`.
+    pub workspace: Option<String>,
+}
+
+/// Resolved settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The SQLite file inside it.
+    pub palace_file: PathBuf,
+    /// Workspace to work on.
+    pub workspace: WorkspaceId,
+    /// SQLite busy timeout.
+    pub busy_timeout_ms: u64,
+}
+
+/// Where the palace file lives for a palace path: an existing file, or a
+/// path ending in `.db`/`.sqlite`/`.sqlite3` is the file itself; anything
+/// else is a directory holding `palace.db`.
+pub fn palace_file(palace: &Path) -> PathBuf {
+    if palace.is_file() {
+        return palace.to_path_buf();
+    }
+    let is_db_name =
+        palace.extension().and_then(|ext| ext.to_str()).is_some_and(|ext| matches!(ext, "db" | "sqlite" | "sqlite3"));
+    if is_db_name && !palace.is_dir() { palace.to_path_buf() } else { palace.join("palace.db") }
+}
+
+/// Expands a leading `~` with `home`.
+fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
+    match (path.strip_prefix("~"), home) {
+        (Ok(rest), Some(home)) => home.join(rest),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// Resolves settings from `env` (a snapshot of the environment), the config
+/// file under `home`, and the flags.
+pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Overrides) -> Result<Settings> {
+    let config_path = home.map(|home| home.join(".mempalace").join("config.json"));
+    let config = match &config_path {
+        Some(path) if path.is_file() => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            ConfigFile::parse(&text, path)?
+        }
+        _ => ConfigFile::default(),
+    };
+    let env_palace = env
+        .get("MEMPALACE_PALACE_PATH")
+        .or_else(|| env.get("MEMPAL_PALACE_PATH"))
+        .filter(|value| !value.is_empty())
+        .map(PathBuf::from);
+    let palace = flags
+        .palace
+        .clone()
+        .or(env_palace)
+        .or(config.palace_path.clone())
+        .or_else(|| home.map(|home| home.join(".mempalace").join("palace")))
+        .context("cannot find the palace: HOME is not set; pass --palace DIR or set MEMPALACE_PALACE_PATH")?;
+    let palace = expand_home(&palace, home);
+    let palace = if palace.is_relative() {
+        std::env::current_dir().context("reading the current directory")?.join(palace)
+    } else {
+        palace
+    };
+
+    let workspace_text = flags
+        .workspace
+        .clone()
+        .or_else(|| env.get("MEMPALACE_WORKSPACE").cloned())
+        .or(config.workspace.clone())
+        .unwrap_or_else(|| WorkspaceId::DEFAULT.to_string());
+    let workspace = WorkspaceId::parse(&workspace_text)?;
+    let busy_timeout_ms = match env.get("MEMPALACE_BUSY_TIMEOUT_MS") {
+        Some(text) => text
+            .parse()
+            .with_context(|| format!("MEMPALACE_BUSY_TIMEOUT_MS={text:?} is not a whole number of milliseconds"))?,
+        None => config.busy_timeout_ms.unwrap_or(5_000),
+    };
+    Ok(Settings { palace_file: palace_file(&palace), workspace, busy_timeout_ms })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn precedence_is_flag_then_env_then_config_then_default() {
+        let home = tempfile::tempdir().unwrap();
+        let dot = home.path().join(".mempalace");
+        std::fs::create_dir_all(&dot).unwrap();
+        let default = resolve(&env(&[]), Some(home.path()), &Overrides::default()).unwrap();
+        assert_eq!(default.palace_file, dot.join("palace").join("palace.db"));
+        assert_eq!(default.workspace.as_str(), "default");
+
+        std::fs::write(dot.join("config.json"), r#"{"palace_path": "~/from-config", "collection_name": "x"}"#).unwrap();
+        let from_config = resolve(&env(&[]), Some(home.path()), &Overrides::default()).unwrap();
+        assert_eq!(from_config.palace_file, home.path().join("from-config").join("palace.db"));
+
+        let from_env =
+            resolve(&env(&[("MEMPALACE_PALACE_PATH", "/tmp/env-palace")]), Some(home.path()), &Overrides::default())
+                .unwrap();
+        assert_eq!(from_env.palace_file, PathBuf::from("/tmp/env-palace/palace.db"));
+
+        let flags = Overrides { palace: Some(PathBuf::from("/tmp/flag.db")), workspace: Some("team-a".into()) };
+        let from_flag = resolve(&env(&[("MEMPALACE_PALACE_PATH", "/tmp/env")]), Some(home.path()), &flags).unwrap();
+        assert_eq!(from_flag.palace_file, PathBuf::from("/tmp/flag.db"));
+        assert_eq!(from_flag.workspace.as_str(), "team-a");
+    }
+
+    #[test]
+    fn unknown_or_mistyped_config_keys_stop_startup_with_their_name() {
+        let origin = Path::new("/home/x/.mempalace/config.json");
+        let err = ConfigFile::parse(r#"{"palace_pth": "/x"}"#, origin).unwrap_err().to_string();
+        assert!(err.contains("palace_pth") && err.contains("palace_path"), "{err}");
+        let err = ConfigFile::parse(r#"{"busy_timeout_ms": "soon"}"#, origin).unwrap_err().to_string();
+        assert!(err.contains("busy_timeout_ms") && err.contains("milliseconds"), "{err}");
+        assert!(ConfigFile::parse("[1]", origin).is_err());
+        assert!(ConfigFile::parse("{not json", origin).is_err());
+    }
+
+    #[test]
+    fn db_named_paths_are_files_and_others_are_directories() {
+        assert_eq!(palace_file(Path::new("/nowhere/p.db")), PathBuf::from("/nowhere/p.db"));
+        assert_eq!(palace_file(Path::new("/nowhere/palace")), PathBuf::from("/nowhere/palace/palace.db"));
+    }
+}

@@ -1,0 +1,329 @@
+//! The embedded backend: one SQLite file per palace.
+//!
+//! The file is the single source of truth. It runs in WAL mode so readers
+//! never block the writer and every new read sees every committed write, by
+//! any process. Writes are short `BEGIN IMMEDIATE` transactions: a writer
+//! that finds the file locked waits (`busy_timeout`), then retries with
+//! backoff until `max_write_wait`, and only then reports `Busy`. Derived
+//! structures (the FTS5 lexical index, the per-room counts) change inside the
+//! same transaction as the rows, so they cannot drift; `verify` compares them
+//! with the rows and `rebuild_derived` recomputes them.
+//!
+//! Opening never writes to a file that is not already a palace: the
+//! application id and the tables are checked first.
+//!
+//! Not here: ranking, embedding, chunking (engine and core).
+
+mod error;
+mod health;
+mod records;
+mod row;
+mod schema;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use mempalace_core::centroid::Centroid;
+use mempalace_core::kg::{Entity, Triple};
+use mempalace_core::session::{EpisodicSummary, Session};
+use mempalace_core::tunnel::Tunnel;
+use mempalace_core::{Drawer, DrawerId, DrawerStatus, Identity, Timestamp, WorkspaceId};
+use mempalace_store::{
+    HealthCheck, IdentityRecord, PalaceRecord, PutOutcome, RecordCounts, StorageInfo, StoreError, StoreRead,
+    StoreResult, StoreWrite, Taxonomy,
+};
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
+
+use crate::error::{Context, is_busy};
+
+pub use schema::SCHEMA_VERSION;
+
+/// How to open a palace file.
+#[derive(Debug, Clone)]
+pub struct SqliteOptions {
+    /// Create the file (and its schema) when it does not exist.
+    pub create: bool,
+    /// How long one statement waits for a lock before SQLite gives up.
+    pub busy_timeout: Duration,
+    /// How long a write keeps retrying, in total, before reporting `Busy`.
+    pub max_write_wait: Duration,
+    /// Open read-only (no migrations, no writes).
+    pub read_only: bool,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        Self {
+            create: false,
+            busy_timeout: Duration::from_millis(5_000),
+            max_write_wait: Duration::from_secs(60),
+            read_only: false,
+        }
+    }
+}
+
+/// Readers kept open for reuse; more are opened on demand when busy.
+const MAX_IDLE_READERS: usize = 8;
+
+/// A palace in one SQLite file.
+pub struct SqliteStore {
+    path: PathBuf,
+    options: SqliteOptions,
+    writer: Mutex<Option<Connection>>,
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (and with `options.create`, creates) the palace file at `path`,
+    /// applying pending migrations.
+    pub fn open(path: &Path, options: SqliteOptions) -> StoreResult<Self> {
+        let exists = path.exists();
+        if !exists && !options.create {
+            return Err(StoreError::Missing { location: path.to_path_buf() });
+        }
+        if path.is_dir() {
+            return Err(StoreError::NotAPalace {
+                location: path.to_path_buf(),
+                reason: "it is a directory".to_string(),
+            });
+        }
+        if exists {
+            schema::check_existing(path, options.create)?;
+        }
+        let store =
+            Self { path: path.to_path_buf(), options, writer: Mutex::new(None), readers: Mutex::new(Vec::new()) };
+        if !store.options.read_only {
+            let mut conn = store.connect(true)?;
+            schema::migrate(&mut conn, &store.options)?;
+            *store.writer.lock().expect("writer mutex poisoned") = Some(conn);
+        } else {
+            let conn = store.connect(false)?;
+            let version = schema::current_version(&conn)?;
+            if version > SCHEMA_VERSION {
+                return Err(StoreError::SchemaTooNew { found: version, supported: SCHEMA_VERSION });
+            }
+            store.readers.lock().expect("reader mutex poisoned").push(conn);
+        }
+        Ok(store)
+    }
+
+    /// The palace file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn connect(&self, write: bool) -> StoreResult<Connection> {
+        let mut flags = OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+        if write {
+            flags |= OpenFlags::SQLITE_OPEN_READ_WRITE;
+            if self.options.create {
+                flags |= OpenFlags::SQLITE_OPEN_CREATE;
+            }
+        } else {
+            flags |= OpenFlags::SQLITE_OPEN_READ_ONLY;
+        }
+        let conn = Connection::open_with_flags(&self.path, flags).ctx("opening the palace file")?;
+        conn.busy_timeout(self.options.busy_timeout).ctx("setting busy_timeout")?;
+        schema::configure(&conn, write)?;
+        Ok(conn)
+    }
+
+    /// Runs `work` in one write transaction, waiting and retrying while
+    /// another writer holds the lock.
+    fn write<T>(&self, work: impl FnMut(&Transaction<'_>) -> StoreResult<T>) -> StoreResult<T> {
+        if self.options.read_only {
+            return Err(StoreError::Io { detail: "the palace was opened read-only".to_string() });
+        }
+        let mut guard = self.writer.lock().expect("writer mutex poisoned");
+        let conn = guard.as_mut().expect("a writable store always has its writer connection");
+        write_with_retry(conn, self.options.max_write_wait, work)
+    }
+
+    /// Runs `work` on a reader connection inside one read transaction, so
+    /// multi-statement reads see one snapshot.
+    fn read<T>(&self, work: impl FnOnce(&Connection) -> StoreResult<T>) -> StoreResult<T> {
+        let pooled = self.readers.lock().expect("reader mutex poisoned").pop();
+        let conn = match pooled {
+            Some(conn) => conn,
+            None => self.connect(false)?,
+        };
+        let result = (|| {
+            conn.execute_batch("BEGIN DEFERRED").ctx("starting a read")?;
+            let result = work(&conn);
+            // A read transaction has nothing to commit; ending it releases the
+            // snapshot so the next read sees newer writes.
+            conn.execute_batch("COMMIT").ctx("ending a read")?;
+            result
+        })();
+        if result.is_err() && !conn.is_autocommit() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        let mut readers = self.readers.lock().expect("reader mutex poisoned");
+        if readers.len() < MAX_IDLE_READERS && conn.is_autocommit() {
+            readers.push(conn);
+        }
+        result
+    }
+}
+
+impl StoreRead for SqliteStore {
+    fn info(&self) -> StoreResult<StorageInfo> {
+        self.read(|conn| {
+            let schema_version = schema::current_version(conn)?;
+            let page_count: i64 = conn.query_row("PRAGMA page_count", [], |row| row.get(0)).ctx("page_count")?;
+            let page_size: i64 = conn.query_row("PRAGMA page_size", [], |row| row.get(0)).ctx("page_size")?;
+            let wal = std::fs::metadata(wal_path(&self.path)).map(|meta| meta.len()).unwrap_or(0);
+            Ok(StorageInfo {
+                backend: "sqlite",
+                location: self.path.display().to_string(),
+                schema_version,
+                size_bytes: Some((page_count * page_size) as u64 + wal),
+            })
+        })
+    }
+
+    fn workspaces(&self) -> StoreResult<Vec<WorkspaceId>> {
+        self.read(records::workspaces)
+    }
+
+    fn drawer(&self, workspace: &WorkspaceId, id: &DrawerId) -> StoreResult<Option<Drawer>> {
+        self.read(|conn| Ok(records::drawers_by_id(conn, workspace, std::slice::from_ref(id))?.pop()))
+    }
+
+    fn drawers(&self, workspace: &WorkspaceId, ids: &[DrawerId]) -> StoreResult<Vec<Drawer>> {
+        self.read(|conn| records::drawers_by_id(conn, workspace, ids))
+    }
+
+    fn scan_drawers(
+        &self,
+        workspace: &WorkspaceId,
+        after: Option<&DrawerId>,
+        limit: usize,
+    ) -> StoreResult<Vec<Drawer>> {
+        self.read(|conn| records::scan_drawers(conn, workspace, after, limit))
+    }
+
+    fn taxonomy(&self, workspace: &WorkspaceId) -> StoreResult<Taxonomy> {
+        self.read(|conn| records::taxonomy(conn, workspace))
+    }
+
+    fn identity(&self, workspace: &WorkspaceId) -> StoreResult<Option<IdentityRecord>> {
+        self.read(|conn| records::identity(conn, workspace))
+    }
+
+    fn entities(&self, workspace: &WorkspaceId) -> StoreResult<Vec<Entity>> {
+        self.read(|conn| records::entities(conn, workspace))
+    }
+
+    fn triples(&self, workspace: &WorkspaceId) -> StoreResult<Vec<Triple>> {
+        self.read(|conn| records::triples(conn, workspace))
+    }
+
+    fn sessions(&self, workspace: &WorkspaceId) -> StoreResult<Vec<Session>> {
+        self.read(|conn| records::sessions(conn, workspace))
+    }
+
+    fn episodic_summaries(&self, workspace: &WorkspaceId) -> StoreResult<Vec<EpisodicSummary>> {
+        self.read(|conn| records::episodic_summaries(conn, workspace))
+    }
+
+    fn tunnels(&self, workspace: &WorkspaceId) -> StoreResult<Vec<Tunnel>> {
+        self.read(|conn| records::tunnels(conn, workspace))
+    }
+
+    fn centroids(&self, workspace: &WorkspaceId) -> StoreResult<Vec<Centroid>> {
+        self.read(|conn| records::centroids(conn, workspace))
+    }
+}
+
+impl StoreWrite for SqliteStore {
+    fn put_drawers(&self, drawers: &[Drawer]) -> StoreResult<Vec<PutOutcome>> {
+        self.write(|tx| drawers.iter().map(|drawer| records::insert_drawer(tx, drawer)).collect())
+    }
+
+    fn set_drawer_status(
+        &self,
+        workspace: &WorkspaceId,
+        id: &DrawerId,
+        status: DrawerStatus,
+        reason: Option<&str>,
+        at: Timestamp,
+    ) -> StoreResult<bool> {
+        self.write(|tx| records::set_drawer_status(tx, workspace, id, status, reason, &at))
+    }
+
+    fn delete_drawer(&self, workspace: &WorkspaceId, id: &DrawerId) -> StoreResult<bool> {
+        self.write(|tx| records::delete_drawer(tx, workspace, id))
+    }
+
+    fn set_identity(&self, workspace: &WorkspaceId, identity: &Identity, at: Timestamp) -> StoreResult<()> {
+        self.write(|tx| records::set_identity(tx, workspace, identity, &at))
+    }
+
+    fn import(&self, batch: &[PalaceRecord]) -> StoreResult<RecordCounts> {
+        self.write(|tx| {
+            let mut counts = RecordCounts::default();
+            for record in batch {
+                counts += records::import_record(tx, record)?;
+            }
+            Ok(counts)
+        })
+    }
+
+    fn verify(&self) -> StoreResult<Vec<HealthCheck>> {
+        let fts_structure_ok =
+            if self.options.read_only { None } else { Some(self.write(health::fts_structure_ok)?) };
+        self.read(|conn| health::verify(conn, fts_structure_ok))
+    }
+
+    fn rebuild_derived(&self) -> StoreResult<Vec<HealthCheck>> {
+        self.write(health::rebuild)?;
+        self.verify()
+    }
+}
+
+/// Runs `work` in a `BEGIN IMMEDIATE` transaction on `conn`. While the
+/// palace is locked by another writer (after SQLite's own `busy_timeout`
+/// wait), retries with exponential backoff until `max_wait` has passed.
+pub(crate) fn write_with_retry<T>(
+    conn: &mut Connection,
+    max_wait: Duration,
+    mut work: impl FnMut(&Transaction<'_>) -> StoreResult<T>,
+) -> StoreResult<T> {
+    let started = Instant::now();
+    let mut backoff = Duration::from_millis(5);
+    loop {
+        let attempt = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|error| (is_busy(&error), error::map("starting a write", error)))
+            .and_then(|tx| {
+                let value = work(&tx).map_err(|error| (matches!(error, StoreError::Busy { .. }), error))?;
+                tx.commit().map_err(|error| (is_busy(&error), error::map("committing", error)))?;
+                Ok(value)
+            });
+        match attempt {
+            Ok(value) => return Ok(value),
+            Err((true, _)) if started.elapsed() < max_wait => {
+                tracing::debug!(waited_ms = started.elapsed().as_millis() as u64, "palace busy, retrying write");
+                thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_millis(250));
+            }
+            Err((true, _)) => return Err(StoreError::Busy { waited_ms: started.elapsed().as_millis() as u64 }),
+            Err((false, error)) => return Err(error),
+        }
+    }
+}
+
+fn wal_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-wal");
+    PathBuf::from(name)
+}

@@ -1,0 +1,137 @@
+//! The SQLite backend against the conformance suite, plus what only a file
+//! backend has: several handles on one file, reopening, foreign files.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use mempalace_core::WorkspaceId;
+use mempalace_sqlite::{SqliteOptions, SqliteStore};
+use mempalace_store::conformance::{self, drawer};
+use mempalace_store::{Store, StoreError, StoreRead, StoreWrite};
+
+fn open(path: &Path) -> SqliteStore {
+    SqliteStore::open(path, SqliteOptions { create: true, ..SqliteOptions::default() }).expect("open palace")
+}
+
+fn fresh() -> (tempfile::TempDir, Arc<dyn Store>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(&dir.path().join("palace.db"));
+    (dir, Arc::new(store))
+}
+
+macro_rules! conformance_tests {
+    ($($name:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                let (_dir, store) = fresh();
+                conformance::$name(store.as_ref());
+            }
+        )+
+    };
+}
+
+conformance_tests!(
+    check_drawer_round_trip,
+    check_put_is_idempotent,
+    check_taxonomy_follows_writes,
+    check_workspace_isolation,
+    check_identity,
+    check_scan_pages_through_everything,
+    check_import_round_trip,
+    check_verify_and_rebuild,
+);
+
+#[test]
+fn check_concurrent_writers() {
+    let (_dir, store) = fresh();
+    conformance::check_concurrent_writers(store);
+}
+
+#[test]
+fn a_second_handle_sees_writes_on_its_next_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("palace.db");
+    let writer = open(&path);
+    let reader = open(&path);
+    let ws = WorkspaceId::default_workspace();
+    assert_eq!(reader.taxonomy(&ws).unwrap().total_drawers, 0);
+    let d = drawer(&ws, "w", "r", "written by the other handle");
+    writer.put_drawers(std::slice::from_ref(&d)).unwrap();
+    assert_eq!(reader.taxonomy(&ws).unwrap().total_drawers, 1);
+    assert!(reader.drawer(&ws, &d.id).unwrap().is_some());
+}
+
+#[test]
+fn data_survives_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("palace.db");
+    let ws = WorkspaceId::default_workspace();
+    let d = drawer(&ws, "w", "r", "persisted");
+    open(&path).put_drawers(std::slice::from_ref(&d)).unwrap();
+    let again = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(again.drawer(&ws, &d.id).unwrap().unwrap(), d);
+    let read_only = SqliteStore::open(&path, SqliteOptions { read_only: true, ..SqliteOptions::default() }).unwrap();
+    assert_eq!(read_only.taxonomy(&ws).unwrap().total_drawers, 1);
+    assert!(read_only.put_drawers(&[drawer(&ws, "w", "r", "nope")]).is_err());
+}
+
+#[test]
+fn missing_palaces_are_not_created_unless_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("palace.db");
+    let err = SqliteStore::open(&path, SqliteOptions::default()).unwrap_err();
+    assert!(matches!(err, StoreError::Missing { .. }), "{err}");
+    assert!(!path.exists());
+}
+
+#[test]
+fn foreign_files_are_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("palace.db");
+    let garbage: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
+    std::fs::write(&path, &garbage).unwrap();
+    let err = SqliteStore::open(&path, SqliteOptions { create: true, ..SqliteOptions::default() }).unwrap_err();
+    assert!(matches!(err, StoreError::NotAPalace { .. }), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), garbage);
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names.len(), 1, "no -wal or -shm files were created: {names:?}");
+}
+
+#[test]
+fn a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("palace.db");
+    drop(open(&path));
+    let conn = rusqlite_bump(&path);
+    drop(conn);
+    let err = SqliteStore::open(&path, SqliteOptions::default()).unwrap_err();
+    assert!(matches!(err, StoreError::SchemaTooNew { .. }), "{err}");
+}
+
+fn rusqlite_bump(path: &Path) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.pragma_update(None, "user_version", mempalace_sqlite::SCHEMA_VERSION + 1).unwrap();
+    conn
+}
+
+#[test]
+fn damaged_derived_data_is_detected_and_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("palace.db");
+    let store = open(&path);
+    let ws = WorkspaceId::default_workspace();
+    let drawers: Vec<_> = (0..10).map(|i| drawer(&ws, "w", "r", &format!("drawer {i}"))).collect();
+    store.put_drawers(&drawers).unwrap();
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("UPDATE room_counts SET drawers = 99; DELETE FROM drawers_fts WHERE rowid = 3;").unwrap();
+    }
+    let checks = store.verify().unwrap();
+    let failing: Vec<_> = checks.iter().filter(|c| !c.ok).map(|c| c.name.as_str()).collect();
+    assert_eq!(failing, vec!["lexical_index", "room_counts"], "{checks:?}");
+    assert!(checks.iter().filter(|c| !c.ok).all(|c| c.derived));
+    let after = store.rebuild_derived().unwrap();
+    assert!(after.iter().all(|c| c.ok), "{after:?}");
+    assert_eq!(store.taxonomy(&ws).unwrap().total_drawers, 10);
+}

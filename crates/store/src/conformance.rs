@@ -1,0 +1,415 @@
+//! The conformance suite every backend must pass.
+//!
+//! Each `check_*` function takes a fresh, empty store and panics (like a
+//! test assertion) when the backend breaks a promise of the traits. A
+//! backend's test module only builds stores and calls [`run_all`] or the
+//! individual checks; the checks themselves never know which backend runs.
+
+use std::sync::Arc;
+
+use mempalace_core::centroid::Centroid;
+use mempalace_core::kg::{Entity, Triple, entity_id};
+use mempalace_core::session::{EpisodicSummary, Session, SessionStatus};
+use mempalace_core::time::{DayEdge, parse_timestamp};
+use mempalace_core::tunnel::{Place, Tunnel};
+use mempalace_core::{
+    Confidence, Content, Drawer, DrawerId, DrawerState, DrawerStatus, DrawerTag, Embedding, Hall, Identity, Importance,
+    MemoryType, Perception, PerceptionType, PipelineTier, Room, TagSource, Timestamp, Wing, WorkspaceId,
+};
+use serde_json::json;
+
+use crate::{IdentityRecord, PalaceRecord, PutOutcome, Store};
+
+fn at(text: &str) -> Timestamp {
+    parse_timestamp(text, "test time", DayEdge::Start).expect("test timestamps are valid")
+}
+
+fn workspace(name: &str) -> WorkspaceId {
+    WorkspaceId::parse(name).expect("test workspace ids are valid")
+}
+
+/// A minimal active drawer.
+pub fn drawer(ws: &WorkspaceId, wing: &str, room: &str, text: &str) -> Drawer {
+    Drawer::new(
+        ws.clone(),
+        Wing::parse(wing).expect("test wing"),
+        Room::parse(room).expect("test room"),
+        Content::parse(text).expect("test text"),
+        "conformance",
+        at("2025-03-01T10:00:00Z"),
+    )
+}
+
+/// A drawer with every optional field set, to catch a column that is not
+/// stored or not read back.
+pub fn full_drawer(ws: &WorkspaceId) -> Drawer {
+    let mut drawer = drawer(ws, "lab", "gripper", "The gripper works best at 12.5 N — 数据库 notes.");
+    drawer.hall = Some(Hall::parse("hall_facts").expect("test hall"));
+    drawer.embedding = Some(Embedding { model: "test-model".into(), vector: vec![0.5, -0.25, 0.125, 1.0e-7] });
+    drawer.importance = Importance::new(4.5).expect("test importance");
+    drawer.memory_type = Some(MemoryType::Decision);
+    drawer.pipeline_tier = PipelineTier::Heuristic;
+    drawer.state = DrawerState::Processed;
+    drawer.summary = Some("gripper force".into());
+    drawer.source_file = Some("/home/alex/notes.md".into());
+    drawer.added_by_agent = Some("agent-7".into());
+    drawer.owner_user_id = Some("alex".into());
+    drawer.updated_at = at("2025-03-02T11:00:00.123456Z");
+    drawer.last_accessed_at = Some(at("2025-03-03T12:00:00Z"));
+    drawer.access_count = 7;
+    drawer.superseded_by = Some(DrawerId::parse("drawer_lab_gripper_newer").expect("test id"));
+    drawer.cluster_id = Some(DrawerId::parse("drawer_lab_gripper_canonical").expect("test id"));
+    drawer.retry_count = 2;
+    drawer.entity_count = 3;
+    drawer.triple_count = 1;
+    drawer.confidence = Confidence::new(0.75).expect("test confidence");
+    drawer.decay_rate = 0.02;
+    drawer.status_reason = Some("kept for review".into());
+    drawer.session_id = Some("session-1".into());
+    drawer.context = json!({"spatial": {"x": 1.5, "y": -2}, "task": "grasp"}).as_object().cloned().expect("object");
+    drawer.tags = vec![
+        DrawerTag { tag: "debug".into(), source: TagSource::Auto },
+        DrawerTag { tag: "gotcha".into(), source: TagSource::User },
+    ];
+    drawer.perception = Some(Perception {
+        perception_type: PerceptionType::Tactile,
+        data: Some(vec![0, 1, 2, 255]),
+        metadata: Some("{\"units\":\"N\"}".into()),
+    });
+    drawer.source_mtime = Some(1_795_306_322.990_698);
+    drawer.chunk_index = Some(22);
+    drawer.line_start = Some(336);
+    drawer.line_end = Some(356);
+    drawer.content_date = Some("2026-11-22".into());
+    drawer.entities = vec!["Alice".into(), "Gripper".into()];
+    drawer
+}
+
+/// Every record kind, for import/export checks.
+pub fn sample_records(ws: &WorkspaceId) -> Vec<PalaceRecord> {
+    let created = at("2025-01-01T00:00:00Z");
+    let backend = entity_id("Crawbl Backend");
+    let mongo = entity_id("MongoDB");
+    let place = |wing: &str, room: &str| Place {
+        wing: Wing::parse(wing).expect("test wing"),
+        room: Room::parse(room).expect("test room"),
+    };
+    let (a, b) = Tunnel::ordered(place("lab", "gripper"), place("lab_notes", "general"));
+    let tunnel_id = Tunnel::make_id(&a, &b);
+    let valid_from = at("2024-06-01");
+    vec![
+        PalaceRecord::Drawer(Box::new(full_drawer(ws))),
+        PalaceRecord::Identity(IdentityRecord {
+            workspace_id: ws.clone(),
+            identity: Identity::parse("I am Atlas.").expect("test identity"),
+            updated_at: created,
+        }),
+        PalaceRecord::Entity(Entity {
+            workspace_id: ws.clone(),
+            id: backend.clone(),
+            name: "Crawbl Backend".into(),
+            entity_type: "service".into(),
+            properties: json!({"team": "core"}).as_object().cloned().expect("object"),
+            embedding: None,
+            created_at: created,
+        }),
+        PalaceRecord::Entity(Entity {
+            workspace_id: ws.clone(),
+            id: mongo.clone(),
+            name: "MongoDB".into(),
+            entity_type: "technology".into(),
+            properties: Default::default(),
+            embedding: Some(Embedding { model: "m".into(), vector: vec![1.0, 0.0] }),
+            created_at: created,
+        }),
+        PalaceRecord::Triple(Triple {
+            workspace_id: ws.clone(),
+            id: Triple::make_id(&backend, "uses", &mongo, Some(&valid_from)),
+            subject: backend.clone(),
+            predicate: "uses".into(),
+            object: mongo.clone(),
+            valid_from: Some(valid_from),
+            valid_to: Some(parse_timestamp("2025-01-14", "t", DayEdge::End).expect("date")),
+            confidence: Confidence::new(0.9).expect("confidence"),
+            source_drawer_id: None,
+            source: Some("cli".into()),
+            created_at: created,
+        }),
+        PalaceRecord::Session(Session {
+            workspace_id: ws.clone(),
+            id: "session-1".into(),
+            agent: Some("atlas".into()),
+            user_id: Some("alex".into()),
+            context: json!({"task": "grasp"}).as_object().cloned().expect("object"),
+            status: SessionStatus::Ended,
+            outcome_score: Some(0.8),
+            session_count: 1,
+            started_at: created,
+            ended_at: Some(at("2025-01-01T01:00:00Z")),
+        }),
+        PalaceRecord::EpisodicSummary(EpisodicSummary {
+            workspace_id: ws.clone(),
+            id: "episode-1".into(),
+            session_id: "session-1".into(),
+            source_id: Some("session-1:0".into()),
+            agent: Some("atlas".into()),
+            user_id: None,
+            summary: "Calibrated the gripper.".into(),
+            l0_abstract: "Calibrated the gripper.".into(),
+            key_topics: vec!["Gripper".into()],
+            created_at: created,
+            expires_at: Some(at("2025-04-01T00:00:00Z")),
+            promoted_at: None,
+        }),
+        PalaceRecord::Tunnel(Tunnel {
+            workspace_id: ws.clone(),
+            id: tunnel_id,
+            a,
+            b,
+            label: Some("gripper docs".into()),
+            created_by: Some("atlas".into()),
+            created_at: created,
+        }),
+        PalaceRecord::Centroid(Centroid {
+            workspace_id: ws.clone(),
+            memory_type: MemoryType::Fact,
+            embedding: Embedding { model: "m".into(), vector: vec![0.1, 0.2] },
+            sample_count: 64,
+            computed_at: created,
+            source_hash: "abc".into(),
+        }),
+    ]
+}
+
+/// A drawer stored with every field comes back identical.
+pub fn check_drawer_round_trip(store: &dyn Store) {
+    let ws = workspace("default");
+    let drawer = full_drawer(&ws);
+    assert_eq!(store.put_drawers(std::slice::from_ref(&drawer)).expect("put"), vec![PutOutcome::Inserted]);
+    let mut back = store.drawer(&ws, &drawer.id).expect("get").expect("stored drawer is found");
+    back.tags.sort();
+    assert_eq!(back, drawer);
+}
+
+/// Writing the same id twice stores it once and leaves the first version.
+pub fn check_put_is_idempotent(store: &dyn Store) {
+    let ws = workspace("default");
+    let first = drawer(&ws, "project", "notes", "same text");
+    let mut second = first.clone();
+    second.importance = Importance::new(1.0).expect("importance");
+    let outcomes = store.put_drawers(&[first.clone(), second]).expect("put");
+    assert_eq!(outcomes, vec![PutOutcome::Inserted, PutOutcome::Existing]);
+    assert_eq!(store.put_drawers(std::slice::from_ref(&first)).expect("put"), vec![PutOutcome::Existing]);
+    assert_eq!(store.drawer(&ws, &first.id).expect("get").expect("found").importance.get(), 3.0);
+    assert_eq!(store.taxonomy(&ws).expect("taxonomy").total_drawers, 1);
+}
+
+/// Counts follow inserts, soft deletes, restores and hard deletes.
+pub fn check_taxonomy_follows_writes(store: &dyn Store) {
+    let ws = workspace("default");
+    let drawers = vec![
+        drawer(&ws, "alpha", "one", "a1"),
+        drawer(&ws, "alpha", "one", "a2"),
+        drawer(&ws, "alpha", "two", "a3"),
+        drawer(&ws, "beta", "one", "b1"),
+    ];
+    store.put_drawers(&drawers).expect("put");
+    let taxonomy = store.taxonomy(&ws).expect("taxonomy");
+    assert_eq!(taxonomy.total_drawers, 4);
+    assert_eq!(taxonomy.wings["alpha"].drawers, 3);
+    assert_eq!(taxonomy.wings["alpha"].rooms["one"], 2);
+    assert_eq!(taxonomy.wings["beta"].rooms["one"], 1);
+    assert_eq!(taxonomy.room_count(), 3);
+
+    let now = at("2025-05-01T00:00:00Z");
+    assert!(store.set_drawer_status(&ws, &drawers[3].id, DrawerStatus::Invalidated, Some("wrong"), now).expect("soft"));
+    let taxonomy = store.taxonomy(&ws).expect("taxonomy");
+    assert_eq!(taxonomy.total_drawers, 3);
+    assert!(!taxonomy.wings.contains_key("beta"), "an emptied wing disappears: {taxonomy:?}");
+    let soft = store.drawer(&ws, &drawers[3].id).expect("get").expect("soft-deleted drawer is kept");
+    assert_eq!(soft.status, DrawerStatus::Invalidated);
+    assert_eq!(soft.status_reason.as_deref(), Some("wrong"));
+
+    assert!(store.set_drawer_status(&ws, &drawers[3].id, DrawerStatus::Active, None, now).expect("restore"));
+    assert_eq!(store.taxonomy(&ws).expect("taxonomy").total_drawers, 4);
+
+    assert!(store.delete_drawer(&ws, &drawers[0].id).expect("delete"));
+    assert!(!store.delete_drawer(&ws, &drawers[0].id).expect("delete twice"));
+    assert!(store.drawer(&ws, &drawers[0].id).expect("get").is_none());
+    let taxonomy = store.taxonomy(&ws).expect("taxonomy");
+    assert_eq!(taxonomy.total_drawers, 3);
+    assert_eq!(taxonomy.wings["alpha"].rooms["one"], 1);
+    let missing = DrawerId::parse("drawer_nope").expect("id");
+    assert!(!store.set_drawer_status(&ws, &missing, DrawerStatus::Invalidated, None, now).expect("soft missing"));
+    assert_all_healthy(store);
+}
+
+/// Nothing written in one workspace is visible from another.
+pub fn check_workspace_isolation(store: &dyn Store) {
+    let team_a = workspace("team-a");
+    let team_b = workspace("team-b");
+    let secret = drawer(&team_a, "private", "plans", "the launch date is March 3");
+    store.put_drawers(std::slice::from_ref(&secret)).expect("put");
+    store
+        .set_identity(&team_a, &Identity::parse("I am A").expect("identity"), at("2025-01-01T00:00:00Z"))
+        .expect("identity");
+    store.import(&sample_records(&team_a)).expect("import");
+
+    assert!(store.drawer(&team_b, &secret.id).expect("get").is_none());
+    assert!(store.drawers(&team_b, std::slice::from_ref(&secret.id)).expect("get").is_empty());
+    assert!(store.scan_drawers(&team_b, None, 100).expect("scan").is_empty());
+    assert_eq!(store.taxonomy(&team_b).expect("taxonomy").total_drawers, 0);
+    assert!(store.identity(&team_b).expect("identity").is_none());
+    assert!(store.entities(&team_b).expect("entities").is_empty());
+    assert!(store.triples(&team_b).expect("triples").is_empty());
+    assert!(store.sessions(&team_b).expect("sessions").is_empty());
+    assert!(store.episodic_summaries(&team_b).expect("episodes").is_empty());
+    assert!(store.tunnels(&team_b).expect("tunnels").is_empty());
+    assert!(store.centroids(&team_b).expect("centroids").is_empty());
+    assert!(!store.delete_drawer(&team_b, &secret.id).expect("delete"));
+    assert!(store.drawer(&team_a, &secret.id).expect("get").is_some());
+
+    // The same id may exist in both workspaces independently.
+    let mut twin = secret.clone();
+    twin.workspace_id = team_b.clone();
+    assert_eq!(store.put_drawers(&[twin]).expect("put"), vec![PutOutcome::Inserted]);
+    assert!(store.delete_drawer(&team_b, &secret.id).expect("delete"));
+    assert!(store.drawer(&team_a, &secret.id).expect("get").is_some());
+    let workspaces = store.workspaces().expect("workspaces");
+    assert!(workspaces.contains(&team_a) && workspaces.contains(&team_b), "{workspaces:?}");
+}
+
+/// Identity is set, read back and replaced.
+pub fn check_identity(store: &dyn Store) {
+    let ws = workspace("default");
+    assert!(store.identity(&ws).expect("identity").is_none());
+    store.set_identity(&ws, &Identity::parse("first").expect("id"), at("2025-01-01T00:00:00Z")).expect("set");
+    store.set_identity(&ws, &Identity::parse("second").expect("id"), at("2025-01-02T00:00:00Z")).expect("set");
+    let record = store.identity(&ws).expect("identity").expect("identity set");
+    assert_eq!(record.identity.as_str(), "second");
+    assert_eq!(record.updated_at, at("2025-01-02T00:00:00Z"));
+}
+
+/// Scans page through every drawer exactly once, in id order, whatever its status.
+pub fn check_scan_pages_through_everything(store: &dyn Store) {
+    let ws = workspace("default");
+    let drawers: Vec<Drawer> = (0..57).map(|i| drawer(&ws, "w", "r", &format!("drawer number {i}"))).collect();
+    store.put_drawers(&drawers).expect("put");
+    store
+        .set_drawer_status(&ws, &drawers[5].id, DrawerStatus::Superseded, None, at("2025-06-01T00:00:00Z"))
+        .expect("supersede");
+    let mut seen = Vec::new();
+    let mut after: Option<DrawerId> = None;
+    loop {
+        let page = store.scan_drawers(&ws, after.as_ref(), 10).expect("scan");
+        if page.is_empty() {
+            break;
+        }
+        after = page.last().map(|d| d.id.clone());
+        seen.extend(page.into_iter().map(|d| d.id));
+    }
+    let mut expected: Vec<DrawerId> = drawers.iter().map(|d| d.id.clone()).collect();
+    expected.sort();
+    assert_eq!(seen, expected);
+}
+
+/// Importing inserts absent keys and leaves present ones; every kind round-trips.
+pub fn check_import_round_trip(store: &dyn Store) {
+    let ws = workspace("default");
+    let records = sample_records(&ws);
+    let counts = store.import(&records).expect("import");
+    assert_eq!((counts.inserted, counts.existing), (records.len() as u64, 0));
+    let again = store.import(&records).expect("import again");
+    assert_eq!((again.inserted, again.existing), (0, records.len() as u64));
+
+    for record in &records {
+        match record {
+            PalaceRecord::Drawer(expected) => {
+                let mut back = store.drawer(&ws, &expected.id).expect("get").expect("found");
+                back.tags.sort();
+                assert_eq!(&back, expected.as_ref());
+            }
+            PalaceRecord::Identity(expected) => {
+                assert_eq!(&store.identity(&ws).expect("identity").expect("set"), expected)
+            }
+            PalaceRecord::Entity(expected) => {
+                assert!(store.entities(&ws).expect("entities").contains(expected), "{expected:?}")
+            }
+            PalaceRecord::Triple(expected) => {
+                assert!(store.triples(&ws).expect("triples").contains(expected), "{expected:?}")
+            }
+            PalaceRecord::Session(expected) => {
+                assert!(store.sessions(&ws).expect("sessions").contains(expected), "{expected:?}")
+            }
+            PalaceRecord::EpisodicSummary(expected) => {
+                assert!(store.episodic_summaries(&ws).expect("episodes").contains(expected), "{expected:?}")
+            }
+            PalaceRecord::Tunnel(expected) => {
+                assert!(store.tunnels(&ws).expect("tunnels").contains(expected), "{expected:?}")
+            }
+            PalaceRecord::Centroid(expected) => {
+                assert!(store.centroids(&ws).expect("centroids").contains(expected), "{expected:?}")
+            }
+        }
+    }
+    assert_all_healthy(store);
+}
+
+/// A fresh store and a store after writes pass every check; a rebuild keeps
+/// every drawer.
+pub fn check_verify_and_rebuild(store: &dyn Store) {
+    assert_all_healthy(store);
+    let ws = workspace("default");
+    let drawers: Vec<Drawer> =
+        (0..20).map(|i| drawer(&ws, "w", &format!("r{}", i % 3), &format!("text {i}"))).collect();
+    store.put_drawers(&drawers).expect("put");
+    store.delete_drawer(&ws, &drawers[0].id).expect("delete");
+    assert_all_healthy(store);
+    let checks = store.rebuild_derived().expect("rebuild");
+    assert!(checks.iter().all(|c| c.ok), "{checks:?}");
+    assert_eq!(store.taxonomy(&ws).expect("taxonomy").total_drawers, 19);
+    assert_eq!(store.scan_drawers(&ws, None, 100).expect("scan").len(), 19);
+}
+
+/// Writers on several threads at once lose nothing.
+pub fn check_concurrent_writers(store: Arc<dyn Store>) {
+    let ws = workspace("default");
+    let threads: Vec<_> = (0..4)
+        .map(|thread| {
+            let store = Arc::clone(&store);
+            let ws = ws.clone();
+            std::thread::spawn(move || {
+                for i in 0..100 {
+                    let d = drawer(&ws, "w", &format!("t{thread}"), &format!("thread {thread} drawer {i}"));
+                    assert_eq!(store.put_drawers(&[d]).expect("put"), vec![PutOutcome::Inserted]);
+                    assert!(store.taxonomy(&ws).expect("taxonomy").total_drawers > i);
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().expect("writer thread panicked");
+    }
+    assert_eq!(store.taxonomy(&ws).expect("taxonomy").total_drawers, 400);
+    assert_all_healthy(store.as_ref());
+}
+
+/// Panics unless every health check passes.
+pub fn assert_all_healthy(store: &dyn Store) {
+    let checks = store.verify().expect("verify");
+    assert!(!checks.is_empty());
+    assert!(checks.iter().all(|c| c.ok), "unhealthy: {checks:?}");
+}
+
+/// Runs every check, each on a fresh store from `fresh`.
+pub fn run_all(mut fresh: impl FnMut() -> Arc<dyn Store>) {
+    check_drawer_round_trip(fresh().as_ref());
+    check_put_is_idempotent(fresh().as_ref());
+    check_taxonomy_follows_writes(fresh().as_ref());
+    check_workspace_isolation(fresh().as_ref());
+    check_identity(fresh().as_ref());
+    check_scan_pages_through_everything(fresh().as_ref());
+    check_import_round_trip(fresh().as_ref());
+    check_verify_and_rebuild(fresh().as_ref());
+    check_concurrent_writers(fresh());
+}

@@ -1,0 +1,123 @@
+//! The storage abstraction of mempalace.
+//!
+//! A palace is stored by one backend (embedded SQLite, or PostgreSQL for
+//! scale-out) behind two traits: [`StoreRead`] for queries and [`StoreWrite`]
+//! for changes. The engine holds a `dyn Store`; searches get only the read
+//! half. Every method is bound to one workspace (or says in its name that it
+//! spans the palace), so no call can mix tenants.
+//!
+//! The store is the single source of truth. Derived structures (lexical
+//! index, counts, vector indexes) are the backend's to keep in step inside
+//! the same transaction, to verify with [`StoreWrite::verify`] and to rebuild
+//! with [`StoreWrite::rebuild_derived`]; none of them ever holds data the rows
+//! do not.
+//!
+//! Not here: ranking, chunking, classification (core and engine), transport
+//! formats (the binary's surfaces).
+
+pub mod error;
+pub mod record;
+
+#[cfg(feature = "conformance")]
+pub mod conformance;
+
+pub use error::{StoreError, StoreResult};
+pub use record::{
+    HealthCheck, IdentityRecord, PalaceRecord, PutOutcome, RecordCounts, StorageInfo, Taxonomy, WingCount,
+};
+
+use mempalace_core::centroid::Centroid;
+use mempalace_core::kg::{Entity, Triple};
+use mempalace_core::session::{EpisodicSummary, Session};
+use mempalace_core::tunnel::Tunnel;
+use mempalace_core::{Drawer, DrawerId, DrawerStatus, Identity, Timestamp, WorkspaceId};
+
+/// Queries. Implementations answer from committed data only, and every call
+/// sees every write committed before it started, by any process.
+pub trait StoreRead: Send + Sync {
+    /// Where the palace lives, its schema version and size.
+    fn info(&self) -> StoreResult<StorageInfo>;
+
+    /// Workspaces that hold any data, in id order.
+    fn workspaces(&self) -> StoreResult<Vec<WorkspaceId>>;
+
+    /// One drawer, whatever its status.
+    fn drawer(&self, workspace: &WorkspaceId, id: &DrawerId) -> StoreResult<Option<Drawer>>;
+
+    /// Several drawers, in the order of `ids`; missing ids are left out.
+    fn drawers(&self, workspace: &WorkspaceId, ids: &[DrawerId]) -> StoreResult<Vec<Drawer>>;
+
+    /// A page of drawers of any status in id order, starting after `after`.
+    /// Used by export and migrations.
+    fn scan_drawers(&self, workspace: &WorkspaceId, after: Option<&DrawerId>, limit: usize)
+    -> StoreResult<Vec<Drawer>>;
+
+    /// Counts of visible (active) drawers per wing and room, from the
+    /// aggregate, never from a scan of the drawers.
+    fn taxonomy(&self, workspace: &WorkspaceId) -> StoreResult<Taxonomy>;
+
+    /// The workspace's identity text.
+    fn identity(&self, workspace: &WorkspaceId) -> StoreResult<Option<IdentityRecord>>;
+
+    /// Every entity of the workspace, in id order.
+    fn entities(&self, workspace: &WorkspaceId) -> StoreResult<Vec<Entity>>;
+
+    /// Every triple of the workspace, in id order.
+    fn triples(&self, workspace: &WorkspaceId) -> StoreResult<Vec<Triple>>;
+
+    /// Every session of the workspace, in id order.
+    fn sessions(&self, workspace: &WorkspaceId) -> StoreResult<Vec<Session>>;
+
+    /// Every episodic summary of the workspace, in id order.
+    fn episodic_summaries(&self, workspace: &WorkspaceId) -> StoreResult<Vec<EpisodicSummary>>;
+
+    /// Every explicit tunnel of the workspace, in id order.
+    fn tunnels(&self, workspace: &WorkspaceId) -> StoreResult<Vec<Tunnel>>;
+
+    /// Every memory-type centroid of the workspace.
+    fn centroids(&self, workspace: &WorkspaceId) -> StoreResult<Vec<Centroid>>;
+}
+
+/// Changes. Each call is one short transaction: it commits completely or not
+/// at all, and waits (with retries) for other writers instead of failing.
+pub trait StoreWrite: StoreRead {
+    /// Inserts drawers whose `(workspace, id)` is not present yet; an
+    /// existing id is left untouched. Returns one outcome per input, in order.
+    fn put_drawers(&self, drawers: &[Drawer]) -> StoreResult<Vec<PutOutcome>>;
+
+    /// Sets a drawer's status (soft delete, supersede, restore) with a
+    /// reason. Returns false when the drawer does not exist.
+    fn set_drawer_status(
+        &self,
+        workspace: &WorkspaceId,
+        id: &DrawerId,
+        status: DrawerStatus,
+        reason: Option<&str>,
+        at: Timestamp,
+    ) -> StoreResult<bool>;
+
+    /// Removes a drawer and everything derived from it. Returns false when
+    /// it did not exist.
+    fn delete_drawer(&self, workspace: &WorkspaceId, id: &DrawerId) -> StoreResult<bool>;
+
+    /// Sets the workspace's identity text.
+    fn set_identity(&self, workspace: &WorkspaceId, identity: &Identity, at: Timestamp) -> StoreResult<()>;
+
+    /// Writes records from an export in one transaction: each record whose
+    /// key is absent is inserted, an existing key is left as it is (so an
+    /// interrupted import can simply be run again).
+    fn import(&self, records: &[PalaceRecord]) -> StoreResult<RecordCounts>;
+
+    /// Checks the file and every derived structure against the rows.
+    /// Read-only.
+    fn verify(&self) -> StoreResult<Vec<HealthCheck>>;
+
+    /// Rebuilds every derived structure from the rows. Never touches user
+    /// data. Returns the checks after the rebuild.
+    fn rebuild_derived(&self) -> StoreResult<Vec<HealthCheck>>;
+}
+
+/// A full backend: both halves.
+pub trait Store: StoreWrite {}
+
+impl<T: StoreWrite> Store for T {}

@@ -1,0 +1,131 @@
+//! Values the store traits take and return besides the domain records.
+//!
+//! Wire formats (JSONL export lines, MCP and REST bodies) are not defined
+//! here: the surfaces convert these values by hand.
+
+use std::collections::BTreeMap;
+
+use mempalace_core::centroid::Centroid;
+use mempalace_core::kg::{Entity, Triple};
+use mempalace_core::session::{EpisodicSummary, Session};
+use mempalace_core::tunnel::Tunnel;
+use mempalace_core::{Drawer, Identity, Timestamp, WorkspaceId};
+
+/// What happened to one drawer handed to `put_drawers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutOutcome {
+    /// It was new and is now stored.
+    Inserted,
+    /// A drawer with that id was already stored; nothing changed.
+    Existing,
+}
+
+/// Visible drawers of one wing, with their rooms.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WingCount {
+    /// Drawers in the wing.
+    pub drawers: u64,
+    /// Drawers per room.
+    pub rooms: BTreeMap<String, u64>,
+}
+
+/// The wing → room hierarchy with counts of visible drawers.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Taxonomy {
+    /// Visible drawers in the workspace.
+    pub total_drawers: u64,
+    /// Per wing, in name order.
+    pub wings: BTreeMap<String, WingCount>,
+}
+
+impl Taxonomy {
+    /// Adds `count` drawers to a (wing, room) cell.
+    pub fn add(&mut self, wing: &str, room: &str, count: u64) {
+        if count == 0 {
+            return;
+        }
+        self.total_drawers += count;
+        let wing_count = self.wings.entry(wing.to_string()).or_default();
+        wing_count.drawers += count;
+        *wing_count.rooms.entry(room.to_string()).or_default() += count;
+    }
+
+    /// Number of distinct rooms (a room name in two wings counts twice).
+    pub fn room_count(&self) -> usize {
+        self.wings.values().map(|wing| wing.rooms.len()).sum()
+    }
+}
+
+/// The identity text of a workspace and when it was set.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdentityRecord {
+    /// Tenant.
+    pub workspace_id: WorkspaceId,
+    /// The text.
+    pub identity: Identity,
+    /// When it was last set.
+    pub updated_at: Timestamp,
+}
+
+/// One record of a whole-palace export or import.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PalaceRecord {
+    /// A drawer, with tags, embedding and all metadata.
+    Drawer(Box<Drawer>),
+    /// A knowledge-graph entity.
+    Entity(Entity),
+    /// A knowledge-graph fact.
+    Triple(Triple),
+    /// A workspace's identity text.
+    Identity(IdentityRecord),
+    /// An agent session.
+    Session(Session),
+    /// The summary of an ended session.
+    EpisodicSummary(EpisodicSummary),
+    /// An explicit tunnel.
+    Tunnel(Tunnel),
+    /// A memory-type centroid.
+    Centroid(Centroid),
+}
+
+/// How many records of each kind an import wrote or found already present.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RecordCounts {
+    /// Records inserted.
+    pub inserted: u64,
+    /// Records whose key was already present (left untouched).
+    pub existing: u64,
+}
+
+impl std::ops::AddAssign for RecordCounts {
+    fn add_assign(&mut self, other: Self) {
+        self.inserted += other.inserted;
+        self.existing += other.existing;
+    }
+}
+
+/// Where a palace lives and how big it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageInfo {
+    /// Backend name ("sqlite", "postgres").
+    pub backend: &'static str,
+    /// File path or connection target (without password).
+    pub location: String,
+    /// Schema version applied.
+    pub schema_version: u32,
+    /// Bytes on disk (database plus write-ahead log), when known.
+    pub size_bytes: Option<u64>,
+}
+
+/// One line of a `verify` / `doctor` report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealthCheck {
+    /// Short stable name, e.g. `integrity`, `lexical_index`, `room_counts`.
+    pub name: String,
+    /// Whether the check passed.
+    pub ok: bool,
+    /// Whether a failure concerns derived data only (and so can be rebuilt).
+    pub derived: bool,
+    /// Human-readable detail: counts compared, engine message.
+    pub detail: String,
+}
