@@ -71,8 +71,12 @@ const MAX_IDLE_READERS: usize = 8;
 pub struct SqliteStore {
     path: PathBuf,
     options: SqliteOptions,
-    writer: Mutex<Option<Connection>>,
+    // Field order is drop order: readers close before the writer, so the
+    // last connection to close is the writable one, which checkpoints the
+    // WAL and removes it. A read-only connection closing last would leave a
+    // full WAL that every later process must scan on open.
     readers: Mutex<Vec<Connection>>,
+    writer: Mutex<Option<Connection>>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -279,8 +283,7 @@ impl StoreWrite for SqliteStore {
     }
 
     fn verify(&self) -> StoreResult<Vec<HealthCheck>> {
-        let fts_structure_ok =
-            if self.options.read_only { None } else { Some(self.write(health::fts_structure_ok)?) };
+        let fts_structure_ok = if self.options.read_only { None } else { Some(self.write(health::fts_structure_ok)?) };
         self.read(|conn| health::verify(conn, fts_structure_ok))
     }
 

@@ -73,7 +73,12 @@ pub(crate) fn configure(conn: &Connection, write: bool) -> StoreResult<()> {
         // NORMAL is durable against a crash of the process (what concurrent
         // writers and kill -9 exercise); only a power loss can roll back the
         // last commits, and never corrupts the file.
-        conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;").ctx("setting pragmas")?;
+        // journal_size_limit truncates the WAL file after checkpoints, so a
+        // burst of writes does not leave a large file behind.
+        conn.execute_batch(
+            "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA journal_size_limit = 16777216;",
+        )
+        .ctx("setting pragmas")?;
     }
     conn.execute_batch("PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16000;").ctx("setting pragmas")?;
     Ok(())

@@ -135,3 +135,21 @@ fn damaged_derived_data_is_detected_and_rebuilt() {
     assert!(after.iter().all(|c| c.ok), "{after:?}");
     assert_eq!(store.taxonomy(&ws).unwrap().total_drawers, 10);
 }
+
+/// Regression (issue 2 benchmark): when a read-only connection closed last,
+/// the WAL stayed full and every later process scanned it on open (status
+/// took 25 ms instead of 3 at 100,000 drawers). Closing a store must leave
+/// no WAL behind.
+#[test]
+fn closing_a_store_checkpoints_and_removes_the_wal() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("palace.db");
+    let store = open(&path);
+    let ws = WorkspaceId::default_workspace();
+    let drawers: Vec<_> =
+        (0..2_000).map(|i| drawer(&ws, "w", "r", &format!("drawer {i} {}", "x".repeat(300)))).collect();
+    store.put_drawers(&drawers).unwrap();
+    assert_eq!(store.taxonomy(&ws).unwrap().total_drawers, 2_000, "a read leaves a reader connection in the pool");
+    drop(store);
+    assert!(!dir.path().join("palace.db-wal").exists(), "the WAL was left behind");
+}

@@ -1,0 +1,145 @@
+//! Synthetic but realistic drawer text for storage benchmarks: sentences of
+//! ordinary English words, 200–800 characters, deterministic per index.
+//!
+//! Retrieval-quality benchmarks use real data from `../shared/bench`; this
+//! generator only needs text of the right size and variety.
+
+const WORDS: &[&str] = &[
+    "the",
+    "gripper",
+    "force",
+    "sensor",
+    "calibration",
+    "database",
+    "migration",
+    "postgres",
+    "latency",
+    "deploy",
+    "service",
+    "config",
+    "decided",
+    "because",
+    "team",
+    "alice",
+    "bob",
+    "review",
+    "release",
+    "bug",
+    "fixed",
+    "memory",
+    "palace",
+    "search",
+    "index",
+    "vector",
+    "embedding",
+    "robot",
+    "arm",
+    "camera",
+    "lidar",
+    "battery",
+    "schedule",
+    "meeting",
+    "monday",
+    "friday",
+    "budget",
+    "customer",
+    "feedback",
+    "design",
+    "prototype",
+    "test",
+    "failure",
+    "timeout",
+    "retry",
+    "cache",
+    "queue",
+    "worker",
+    "thread",
+    "lock",
+    "file",
+    "backup",
+    "restore",
+    "network",
+    "packet",
+    "router",
+    "firmware",
+    "update",
+    "version",
+    "rollback",
+    "metric",
+    "dashboard",
+    "alert",
+    "we",
+    "should",
+    "will",
+    "never",
+    "always",
+    "prefer",
+    "use",
+    "switch",
+    "from",
+    "to",
+    "after",
+    "before",
+    "and",
+    "but",
+    "so",
+    "with",
+    "without",
+    "into",
+    "over",
+    "under",
+    "about",
+    "project",
+    "plan",
+    "milestone",
+];
+
+/// A small deterministic generator (SplitMix64), so runs are comparable.
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seeds the generator.
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..bound`.
+    pub fn below(&mut self, bound: u64) -> u64 {
+        self.next_u64() % bound
+    }
+}
+
+/// Text of drawer `index`: unique (it names its index) and 200–800 characters.
+pub fn drawer_text(index: u64) -> String {
+    let mut rng = Rng::new(index.wrapping_mul(31).wrapping_add(7));
+    let target = 200 + rng.below(600) as usize;
+    let mut text = format!("Note {index}: ");
+    while text.len() < target {
+        let n_words = 6 + rng.below(12);
+        for position in 0..n_words {
+            let word = WORDS[rng.below(WORDS.len() as u64) as usize];
+            if position == 0 {
+                let mut chars = word.chars();
+                if let Some(first) = chars.next() {
+                    text.extend(first.to_uppercase());
+                    text.push_str(chars.as_str());
+                }
+            } else {
+                text.push(' ');
+                text.push_str(word);
+            }
+        }
+        text.push_str(". ");
+    }
+    text.truncate(text.trim_end().len());
+    text
+}

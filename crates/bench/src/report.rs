@@ -1,0 +1,79 @@
+//! Where and how results are recorded: `bench/results/<date>-<machine>/`
+//! with a README (command, git revision, machine), the raw samples and a
+//! summary, as STYLE §8 asks.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context as _, Result};
+use serde_json::{Value, json};
+
+/// Percentile of sorted samples (nearest rank).
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// p50/p95/min/max of samples in milliseconds.
+pub fn summarize(samples_ms: &[f64]) -> Value {
+    let mut sorted = samples_ms.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    json!({
+        "n": sorted.len(),
+        "p50_ms": percentile(&sorted, 50.0),
+        "p95_ms": percentile(&sorted, 95.0),
+        "min_ms": sorted.first(),
+        "max_ms": sorted.last(),
+    })
+}
+
+fn command_output(program: &str, args: &[&str]) -> String {
+    Command::new(program)
+        .args(args)
+        .output()
+        .ok()
+        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+/// A description of this machine and build.
+pub fn machine() -> Value {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_default();
+    json!({
+        "cpu": cpu,
+        "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "kernel": command_output("uname", &["-r"]),
+        "rustc": command_output("rustc", &["--version"]),
+        "git_revision": command_output("git", &["rev-parse", "--short", "HEAD"]),
+        "git_dirty": !command_output("git", &["status", "--porcelain", "--untracked-files=no"]).is_empty(),
+    })
+}
+
+/// Writes `summary.json`, `samples.json` and `README.md` into
+/// `root/<date>-<host>-<name>/` and returns the directory.
+pub fn write(root: &Path, name: &str, command_line: &str, summary: &Value, samples: &Value) -> Result<PathBuf> {
+    let host = command_output("hostname", &[]);
+    let date = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let dir = root.join(format!("{date}-{}-{name}", if host.is_empty() { "machine" } else { &host }));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let machine = machine();
+    std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(summary)? + "\n")?;
+    std::fs::write(dir.join("samples.json"), serde_json::to_string(samples)? + "\n")?;
+    let readme = format!(
+        "# {name} benchmark run\n\n- date: {date}\n- command: `{command_line}`\n- machine: {}\n\n## Summary\n\n```json\n{}\n```\n",
+        serde_json::to_string(&machine)?,
+        serde_json::to_string_pretty(summary)?
+    );
+    std::fs::write(dir.join("README.md"), readme)?;
+    Ok(dir)
+}

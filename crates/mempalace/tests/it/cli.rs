@@ -1,0 +1,496 @@
+//! Drives the real `mempalace` binary on temporary palaces: every command,
+//! bad input, several processes writing at once, and a writer killed in the
+//! middle of an import.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// A temporary home and palace for one test.
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        Self { dir: tempfile::tempdir().expect("tempdir") }
+    }
+
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    fn palace(&self) -> PathBuf {
+        self.dir.path().join("palace")
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// A command with an isolated environment and `--palace` set.
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mempalace"));
+        command
+            .env_clear()
+            .env("HOME", self.home())
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .arg("--palace")
+            .arg(self.palace())
+            .args(args)
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().expect("run mempalace")
+    }
+
+    fn run_with_stdin(&self, args: &[&str], stdin: &[u8]) -> Output {
+        let mut child = self
+            .cmd(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mempalace");
+        child.stdin.take().expect("stdin").write_all(stdin).expect("write stdin");
+        child.wait_with_output().expect("wait")
+    }
+
+    /// Runs and requires success; returns stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let output = self.run(args);
+        assert!(output.status.success(), "mempalace {args:?} failed: {}", text(&output.stderr));
+        text(&output.stdout)
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        serde_json::from_str(&self.ok(args)).expect("valid JSON")
+    }
+
+    fn total(&self) -> u64 {
+        self.json(&["status", "--json"])["total_drawers"].as_u64().expect("total_drawers")
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn code(output: &Output) -> i32 {
+    output.status.code().expect("exited normally")
+}
+
+#[test]
+fn init_add_get_status_round_trip() {
+    let sandbox = Sandbox::new();
+    assert!(sandbox.ok(&["init"]).contains("palace ready"));
+    let id = sandbox
+        .ok(&[
+            "add",
+            "--wing",
+            "project",
+            "--room",
+            "decisions",
+            "--type",
+            "decision",
+            "--importance",
+            "4.5",
+            "--tag",
+            "database",
+            "We chose PostgreSQL over MongoDB.",
+        ])
+        .trim()
+        .to_string();
+    assert!(id.starts_with("drawer_project_decisions_"), "{id}");
+    let again = sandbox.run(&["add", "--wing", "project", "--room", "decisions", "We chose PostgreSQL over MongoDB."]);
+    assert!(again.status.success());
+    assert_eq!(text(&again.stdout).trim(), id, "the same text in the same place keeps its id");
+    assert!(text(&again.stderr).contains("already filed"));
+
+    let drawer = sandbox.json(&["get", &id, "--json"]);
+    assert_eq!(drawer["content"], "We chose PostgreSQL over MongoDB.");
+    assert_eq!(drawer["memory_type"], "decision");
+    assert_eq!(drawer["importance"], 4.5);
+    assert_eq!(drawer["tags"][0]["tag"], "database");
+    assert_eq!(drawer["status"], "active");
+    assert!(sandbox.ok(&["get", &id]).contains("We chose PostgreSQL over MongoDB."));
+
+    let stdin_add =
+        sandbox.run_with_stdin(&["add", "--wing", "project", "--room", "notes", "-"], "中文 数据库 notes\n".as_bytes());
+    assert!(stdin_add.status.success(), "{}", text(&stdin_add.stderr));
+
+    let status = sandbox.json(&["status", "--json"]);
+    assert_eq!(status["total_drawers"], 2);
+    assert_eq!(status["wings"]["project"], 2);
+    assert_eq!(status["rooms"]["decisions"], 1);
+    assert_eq!(status["taxonomy"]["project"]["notes"], 1);
+    assert_eq!(status["workspace"], "default");
+    assert_eq!(status["schema_version"], 1);
+
+    let human = sandbox.ok(&["status"]);
+    assert!(human.contains("MemPalace Status — 2 drawers"), "{human}");
+    assert!(human.contains("  WING: project\n"), "{human}");
+    assert!(human.contains("    ROOM: decisions                1 drawers\n"), "{human}");
+}
+
+#[test]
+fn soft_and_hard_delete() {
+    let sandbox = Sandbox::new();
+    let id = sandbox.ok(&["add", "--wing", "w", "--room", "r", "to be deleted"]).trim().to_string();
+    sandbox.ok(&["delete", &id, "--reason", "outdated"]);
+    assert_eq!(sandbox.total(), 0);
+    let drawer = sandbox.json(&["get", &id, "--json"]);
+    assert_eq!(drawer["status"], "invalidated");
+    assert_eq!(drawer["status_reason"], "outdated");
+    sandbox.ok(&["delete", &id, "--hard"]);
+    let missing = sandbox.run(&["get", &id]);
+    assert_eq!(code(&missing), 3);
+    assert!(text(&missing.stderr).contains("drawer not found"));
+    assert_eq!(code(&sandbox.run(&["delete", &id, "--hard"])), 3);
+}
+
+#[test]
+fn identity_set_and_show() {
+    let sandbox = Sandbox::new();
+    let empty = sandbox.run(&["identity", "show"]);
+    assert_eq!(code(&empty), 3, "no palace yet");
+    sandbox.ok(&["identity", "set", "I am Atlas, the lab assistant."]);
+    assert_eq!(sandbox.ok(&["identity", "show"]).trim(), "I am Atlas, the lab assistant.");
+    let json = sandbox.json(&["identity", "show", "--json"]);
+    assert_eq!(json["identity"], "I am Atlas, the lab assistant.");
+    let too_long = sandbox.run(&["identity", "set", &"x".repeat(2_001)]);
+    assert_eq!(code(&too_long), 2);
+    assert_eq!(sandbox.ok(&["identity", "show"]).trim(), "I am Atlas, the lab assistant.");
+}
+
+#[test]
+fn init_with_a_project_dir_writes_mempalace_yaml_once() {
+    let sandbox = Sandbox::new();
+    let project = sandbox.path("My Lab-Notes");
+    for folder in ["docs", "api", "node_modules", ".git", "experiments"] {
+        std::fs::create_dir_all(project.join(folder)).unwrap();
+    }
+    let out = sandbox.ok(&["init", project.to_str().unwrap(), "--yes"]);
+    assert!(out.contains("wrote"), "{out}");
+    let yaml = std::fs::read_to_string(project.join("mempalace.yaml")).unwrap();
+    assert!(yaml.starts_with("wing: \"my_lab_notes\"\n"), "{yaml}");
+    for room in ["backend", "documentation", "experiments", "general"] {
+        assert!(yaml.contains(&format!("- name: \"{room}\"")), "{room} missing from {yaml}");
+    }
+    assert!(!yaml.contains("node_modules") && !yaml.contains(".git"), "{yaml}");
+    std::fs::write(project.join("mempalace.yaml"), "wing: mine\n").unwrap();
+    assert!(sandbox.ok(&["init", project.to_str().unwrap(), "--yes"]).contains("kept existing"));
+    assert_eq!(std::fs::read_to_string(project.join("mempalace.yaml")).unwrap(), "wing: mine\n");
+}
+
+#[test]
+fn export_import_is_lossless() {
+    let source = Sandbox::new();
+    for i in 0..30 {
+        source.ok(&[
+            "add",
+            "--wing",
+            &format!("w{}", i % 3),
+            "--room",
+            "r",
+            "--tag",
+            "t",
+            &format!("memory number {i}"),
+        ]);
+    }
+    source.ok(&["identity", "set", "I am the source palace."]);
+    let doomed = source.ok(&["add", "--wing", "w0", "--room", "r", "soft deleted"]).trim().to_string();
+    source.ok(&["delete", &doomed, "--reason", "kept for review"]);
+    let export = source.path("export.jsonl");
+    source.ok(&["export", "--out", export.to_str().unwrap()]);
+
+    let target = Sandbox::new();
+    let summary = target.ok(&["import", export.to_str().unwrap()]);
+    assert!(summary.contains("imported 32 records (0 already present)"), "{summary}");
+    let again = target.ok(&["import", export.to_str().unwrap()]);
+    assert!(again.contains("imported 0 records (32 already present)"), "{again}");
+
+    let re_exported = target.ok(&["export"]);
+    let original = std::fs::read_to_string(&export).unwrap();
+    let body = |text: &str| text.lines().skip(1).map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(body(&re_exported), body(&original));
+    assert_eq!(target.total(), 30);
+    assert_eq!(target.json(&["get", &doomed, "--json"])["status_reason"], "kept for review");
+}
+
+#[test]
+fn a_malformed_import_file_writes_nothing() {
+    let sandbox = Sandbox::new();
+    sandbox.ok(&["add", "--wing", "w", "--room", "r", "seed drawer"]);
+    let export = sandbox.path("export.jsonl");
+    sandbox.ok(&["export", "--out", export.to_str().unwrap()]);
+    let mut lines: Vec<String> = std::fs::read_to_string(&export).unwrap().lines().map(str::to_string).collect();
+    let good = lines[1].replace("seed drawer", "another drawer");
+    let good: Value = serde_json::from_str(&good).unwrap();
+    // A valid new drawer first, then a truncated line: nothing may be written.
+    let mut valid = good.clone();
+    valid["id"] = Value::from("drawer_w_r_fresh");
+    valid["content_hash"] = Value::from(sha256_local("another drawer"));
+    lines.push(valid.to_string());
+    lines.push("{\"type\":\"drawer\",\"workspace_id\":".to_string());
+    let broken = sandbox.path("broken.jsonl");
+    std::fs::write(&broken, lines.join("\n")).unwrap();
+    let output = sandbox.run(&["import", broken.to_str().unwrap()]);
+    assert_eq!(code(&output), 2, "{}", text(&output.stderr));
+    assert!(text(&output.stderr).contains("line 4"), "{}", text(&output.stderr));
+    assert_eq!(sandbox.total(), 1);
+    assert_eq!(code(&sandbox.run(&["get", "drawer_w_r_fresh"])), 3);
+
+    let not_export = sandbox.path("plain.jsonl");
+    std::fs::write(&not_export, "{\"hello\": 1}\n").unwrap();
+    assert_eq!(code(&sandbox.run(&["import", not_export.to_str().unwrap()])), 2);
+    assert_eq!(code(&sandbox.run(&["import", sandbox.path("absent.jsonl").to_str().unwrap()])), 3);
+}
+
+#[test]
+fn bad_input_gets_clear_errors_and_writes_nothing() {
+    let sandbox = Sandbox::new();
+    sandbox.ok(&["init"]);
+
+    let empty = sandbox.run(&["add", "--wing", "w", "--room", "r", "   "]);
+    assert_eq!(code(&empty), 2);
+    assert!(text(&empty.stderr).contains("drawer text is empty"), "{}", text(&empty.stderr));
+
+    let long = sandbox.run(&["add", "--wing", "w", "--room", "r", &"a".repeat(10_001)]);
+    assert_eq!(code(&long), 2);
+    assert!(text(&long.stderr).contains("10001 characters; the limit is 10000"), "{}", text(&long.stderr));
+
+    let binary = sandbox.run_with_stdin(&["add", "--wing", "w", "--room", "r", "-"], b"ok \xff\xfe not utf-8");
+    assert_eq!(code(&binary), 2);
+    assert!(text(&binary.stderr).contains("not valid UTF-8 (first bad byte at offset 3)"), "{}", text(&binary.stderr));
+
+    for wing in ["a/b", "../up", "semi;colon", "-dash", "tab\there", ""] {
+        let output = sandbox.run(&["add", "--wing", wing, "--room", "r", "text"]);
+        assert_eq!(code(&output), 2, "wing {wing:?}");
+        assert!(text(&output.stderr).contains("wing"), "{}", text(&output.stderr));
+    }
+    let bad_type = sandbox.run(&["add", "--wing", "w", "--room", "r", "--type", "idea", "text"]);
+    assert!(text(&bad_type.stderr).contains("expected one of: decision"), "{}", text(&bad_type.stderr));
+    let bad_importance = sandbox.run(&["add", "--wing", "w", "--room", "r", "--importance", "9", "text"]);
+    assert!(text(&bad_importance.stderr).contains("importance must be between 0 and 5"));
+
+    assert_eq!(sandbox.total(), 0);
+    let doctor = sandbox.json(&["doctor", "--json"]);
+    assert_eq!(doctor["healthy"], true);
+    assert_eq!(doctor["drawers_before"], 0);
+}
+
+#[test]
+fn foreign_palace_files_are_refused_untouched() {
+    let sandbox = Sandbox::new();
+    let garbage = sandbox.path("garbage.db");
+    std::fs::write(&garbage, b"definitely not sqlite, just text").unwrap();
+    let mut cmd = sandbox.cmd(&["status"]);
+    cmd.arg("--palace").arg(&garbage);
+    let output = cmd.output().unwrap();
+    assert_eq!(code(&output), 5);
+    assert!(text(&output.stderr).contains("not a mempalace palace (it is not an SQLite database)"));
+    let mut cmd = sandbox.cmd(&["add", "--wing", "w", "--room", "r", "x"]);
+    cmd.arg("--palace").arg(&garbage);
+    assert_eq!(code(&cmd.output().unwrap()), 5);
+    assert_eq!(std::fs::read(&garbage).unwrap(), b"definitely not sqlite, just text");
+
+    // A Python MemPalace palace directory is recognised, not overwritten.
+    let python = sandbox.path("python-palace");
+    std::fs::create_dir_all(&python).unwrap();
+    std::fs::write(python.join("chroma.sqlite3"), b"").unwrap();
+    let mut cmd = sandbox.cmd(&["add", "--wing", "w", "--room", "r", "x"]);
+    cmd.arg("--palace").arg(&python);
+    let output = cmd.output().unwrap();
+    assert_eq!(code(&output), 2);
+    assert!(text(&output.stderr).contains("Python MemPalace"), "{}", text(&output.stderr));
+    assert!(!python.join("palace.db").exists());
+
+    // An SQLite file of another program.
+    let other = sandbox.path("other.sqlite");
+    let conn = rusqlite::Connection::open(&other).unwrap();
+    conn.execute_batch("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine');").unwrap();
+    drop(conn);
+    let mut cmd = sandbox.cmd(&["add", "--wing", "w", "--room", "r", "x"]);
+    cmd.arg("--palace").arg(&other);
+    let output = cmd.output().unwrap();
+    assert_eq!(code(&output), 5);
+    assert!(text(&output.stderr).contains("tables: notes"), "{}", text(&output.stderr));
+
+    // A missing palace for a read command.
+    let output = sandbox.run(&["status"]);
+    assert_eq!(code(&output), 3);
+    assert!(text(&output.stderr).contains("mempalace init"));
+    assert!(!sandbox.palace().exists(), "a read command creates nothing");
+}
+
+#[test]
+fn config_file_and_environment_choose_the_palace() {
+    let sandbox = Sandbox::new();
+    let dot = sandbox.home().join(".mempalace");
+    std::fs::create_dir_all(&dot).unwrap();
+    let configured = sandbox.path("configured");
+    std::fs::write(dot.join("config.json"), format!("{{\"palace_path\": {:?}}}", configured.to_str().unwrap()))
+        .unwrap();
+    let run = |envs: &[(&str, &Path)], args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mempalace"));
+        command.env_clear().env("HOME", sandbox.home()).args(args).stdin(Stdio::null());
+        for (key, value) in envs {
+            command.env(key, value);
+        }
+        command.output().unwrap()
+    };
+    assert!(run(&[], &["add", "--wing", "w", "--room", "r", "in configured"]).status.success());
+    assert!(configured.join("palace.db").exists());
+    let env_palace = sandbox.path("from-env");
+    assert!(run(&[("MEMPALACE_PALACE_PATH", &env_palace)], &["init"]).status.success());
+    assert!(env_palace.join("palace.db").exists());
+
+    std::fs::write(dot.join("config.json"), "{\"palace_pth\": \"/x\"}").unwrap();
+    let output = run(&[], &["status"]);
+    assert_eq!(code(&output), 1);
+    assert!(text(&output.stderr).contains("unknown key \"palace_pth\""), "{}", text(&output.stderr));
+}
+
+/// SPEC §3, issue 2: four processes each add 500 distinct drawers while a
+/// fifth reads in a loop; no process sees an error and nothing is lost.
+#[test]
+fn concurrent_writer_processes_lose_nothing() {
+    let sandbox = Arc::new(Sandbox::new());
+    sandbox.ok(&["init"]);
+    let first = sandbox.ok(&["add", "--wing", "seed", "--room", "r", "seed drawer"]).trim().to_string();
+    let writing = Arc::new(AtomicBool::new(true));
+    let reads = Arc::new(AtomicU64::new(0));
+    let reader = {
+        let (sandbox, writing, reads) = (Arc::clone(&sandbox), Arc::clone(&writing), Arc::clone(&reads));
+        thread::spawn(move || {
+            let mut last_total = 0;
+            while writing.load(Ordering::SeqCst) {
+                let total = sandbox.total();
+                assert!(total >= last_total, "a reader saw the count go down: {last_total} → {total}");
+                last_total = total;
+                sandbox.ok(&["get", &first]);
+                reads.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    };
+    let writers: Vec<_> = (0..4)
+        .map(|writer| {
+            let sandbox = Arc::clone(&sandbox);
+            thread::spawn(move || {
+                for i in 0..500 {
+                    let output = sandbox.run(&[
+                        "add",
+                        "--wing",
+                        &format!("writer{writer}"),
+                        "--room",
+                        &format!("room{}", i % 5),
+                        &format!("writer {writer} drawer {i}"),
+                    ]);
+                    assert!(output.status.success(), "writer {writer} add {i}: {}", text(&output.stderr));
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.join().expect("writer thread");
+    }
+    writing.store(false, Ordering::SeqCst);
+    reader.join().expect("reader thread");
+    assert!(reads.load(Ordering::SeqCst) > 0);
+    let status = sandbox.json(&["status", "--json"]);
+    assert_eq!(status["total_drawers"], 2_001);
+    for writer in 0..4 {
+        assert_eq!(status["wings"][format!("writer{writer}")], 500);
+    }
+    let doctor = sandbox.json(&["doctor", "--json", "--check-only"]);
+    assert_eq!(doctor["healthy"], true, "{doctor}");
+}
+
+/// Issue 2: a writer killed with SIGKILL in the middle of a large import
+/// leaves a palace that opens, passes doctor, and holds every drawer whose
+/// batch had been reported committed.
+#[test]
+fn a_killed_import_keeps_every_acknowledged_drawer() {
+    let sandbox = Sandbox::new();
+    let export = sandbox.path("big.jsonl");
+    write_big_export(&export, 40_000);
+
+    let mut child = sandbox
+        .cmd(&["import", export.to_str().unwrap()])
+        .env("MEMPALACE_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn import");
+    let stderr = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut acknowledged = 0_u64;
+    let started = Instant::now();
+    for line in stderr.lines() {
+        let line = line.expect("stderr line");
+        if let Some(position) = line.find("records_committed=") {
+            let digits: String = line[position + 18..].chars().take_while(char::is_ascii_digit).collect();
+            acknowledged = digits.parse().expect("a count");
+            if acknowledged >= 5_000 {
+                break;
+            }
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "import too slow to test");
+    }
+    child.kill().expect("SIGKILL the importer");
+    let status = child.wait().expect("reap");
+    assert!(!status.success(), "the import was killed before it finished");
+    assert!(acknowledged >= 5_000);
+
+    let doctor = sandbox.json(&["doctor", "--json", "--check-only"]);
+    assert_eq!(doctor["healthy"], true, "{doctor}");
+    let total = sandbox.total();
+    assert!(total >= acknowledged, "{total} drawers stored, {acknowledged} acknowledged");
+    assert!(total < 40_000, "the import was interrupted");
+    // Every acknowledged drawer, by id (the file's order is the commit order).
+    for index in (0..acknowledged).step_by(997).chain([acknowledged - 1]) {
+        let id = format!("drawer_bulk_r_{index:024}");
+        let output = sandbox.run(&["get", &id]);
+        assert!(output.status.success(), "acknowledged drawer {id} is missing");
+    }
+    // Running the import again completes it.
+    let summary = sandbox.ok(&["import", export.to_str().unwrap()]);
+    assert!(summary.contains(&format!("({total} already present)")), "{summary}");
+    assert_eq!(sandbox.total(), 40_000);
+}
+
+/// Writes an export of `n` drawers with predictable ids.
+fn write_big_export(path: &Path, n: u64) {
+    let seed = Sandbox::new();
+    seed.ok(&["add", "--wing", "bulk", "--room", "r", "template drawer"]);
+    let exported = seed.ok(&["export"]);
+    let mut lines = exported.lines();
+    let header = lines.next().expect("header").to_string();
+    let template: Value = serde_json::from_str(lines.next().expect("drawer")).expect("json");
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).expect("create export"));
+    writeln!(file, "{header}").unwrap();
+    for index in 0..n {
+        let content = format!("bulk drawer number {index} with some filler text to make the row realistic");
+        let mut drawer = template.clone();
+        drawer["id"] = Value::from(format!("drawer_bulk_r_{index:024}"));
+        drawer["content"] = Value::from(content.clone());
+        drawer["content_hash"] = Value::from(sha256_local(&content));
+        writeln!(file, "{drawer}").unwrap();
+    }
+    file.flush().unwrap();
+}
+
+/// SHA-256 in hex, for building export lines by hand.
+fn sha256_local(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(text.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
