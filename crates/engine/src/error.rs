@@ -24,6 +24,9 @@ pub enum EngineError {
         /// Its id as given.
         id: String,
     },
+    /// A capability the call needs is not configured or not working.
+    #[error("{0}")]
+    Unavailable(String),
     /// The store refused or failed.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -8,8 +8,10 @@
 //!
 //! This is also where the clock is read; core takes time as an argument.
 
+pub mod embedding;
 pub mod error;
 pub mod palace;
 
+pub use embedding::{EmbeddedTexts, ReembedProgress, ReembedReport};
 pub use error::{EngineError, EngineResult};
 pub use palace::{AddOutcome, DeleteMode, DoctorReport, ExportError, NewDrawer, Palace, PalaceStatus};

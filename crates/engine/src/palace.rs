@@ -14,6 +14,8 @@ use mempalace_store::{
     HealthCheck, IdentityRecord, PalaceRecord, PutOutcome, RecordCounts, StorageInfo, Store, Taxonomy,
 };
 
+use mempalace_embed::Embedder;
+
 use crate::error::{EngineError, EngineResult};
 
 /// Reads the wall clock.
@@ -30,6 +32,7 @@ pub struct Palace {
     store: Arc<dyn Store>,
     workspace: WorkspaceId,
     clock: Clock,
+    embedder: Option<Arc<dyn Embedder>>,
 }
 
 impl std::fmt::Debug for Palace {
@@ -133,7 +136,18 @@ impl DoctorReport {
 impl Palace {
     /// A handle on `workspace` of `store`.
     pub fn new(store: Arc<dyn Store>, workspace: WorkspaceId) -> Self {
-        Self { store, workspace, clock: system_clock }
+        Self { store, workspace, clock: system_clock, embedder: None }
+    }
+
+    /// Uses `embedder` for new drawers and queries.
+    pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// The configured embedder, if any.
+    pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.embedder.as_ref()
     }
 
     /// Uses another clock (tests, replays).
@@ -182,6 +196,11 @@ impl Palace {
         tags.dedup();
         drawer.tags = tags.into_iter().map(|tag| DrawerTag { tag, source: mempalace_core::TagSource::User }).collect();
         let id = drawer.id.clone();
+        if self.store.drawer(&self.workspace, &id)?.is_some() {
+            return Ok(AddOutcome::AlreadyExists(id));
+        }
+        let embedded = self.embed_texts(&[drawer.content.as_str()])?;
+        drawer.embedding = embedded.embedding(0);
         let outcome = self.store.put_drawers(std::slice::from_ref(&drawer))?;
         Ok(match outcome.first() {
             Some(PutOutcome::Inserted) => AddOutcome::Added(id),

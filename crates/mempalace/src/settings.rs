@@ -13,7 +13,16 @@ use mempalace_core::WorkspaceId;
 use serde_json::Value;
 
 /// Keys of `config.json` we act on.
-const OUR_KEYS: &[&str] = &["palace_path", "workspace", "busy_timeout_ms"];
+const OUR_KEYS: &[&str] = &[
+    "palace_path",
+    "workspace",
+    "busy_timeout_ms",
+    "model_dir",
+    "embedder",
+    "embed_base_url",
+    "embed_api_key",
+    "embed_model",
+];
 
 /// Keys the Python MemPalace writes or reads. Accepted so an existing config
 /// keeps working; those with no meaning here are ignored.
@@ -45,6 +54,16 @@ pub struct ConfigFile {
     pub workspace: Option<String>,
     /// `busy_timeout_ms`.
     pub busy_timeout_ms: Option<u64>,
+    /// `model_dir`.
+    pub model_dir: Option<PathBuf>,
+    /// `embedder`.
+    pub embedder: Option<String>,
+    /// `embed_base_url`.
+    pub embed_base_url: Option<String>,
+    /// `embed_api_key`.
+    pub embed_api_key: Option<String>,
+    /// `embed_model`.
+    pub embed_model: Option<String>,
 }
 
 impl ConfigFile {
@@ -68,6 +87,18 @@ impl ConfigFile {
                 "workspace" => {
                     let text = value.as_str().ok_or_else(|| bad_value("a workspace id string"))?;
                     config.workspace = Some(text.to_string());
+                }
+                "model_dir" => {
+                    config.model_dir = Some(PathBuf::from(value.as_str().ok_or_else(|| bad_value("a path string"))?));
+                }
+                "embedder" | "embed_base_url" | "embed_api_key" | "embed_model" => {
+                    let text = value.as_str().ok_or_else(|| bad_value("a string"))?.to_string();
+                    match key.as_str() {
+                        "embedder" => config.embedder = Some(text),
+                        "embed_base_url" => config.embed_base_url = Some(text),
+                        "embed_api_key" => config.embed_api_key = Some(text),
+                        _ => config.embed_model = Some(text),
+                    }
                 }
                 "busy_timeout_ms" => {
                     config.busy_timeout_ms =
@@ -95,6 +126,62 @@ pub struct Overrides {
     pub palace: Option<PathBuf>,
     /// `--workspace`.
     pub workspace: Option<String>,
+    /// `--model-dir`.
+    pub model_dir: Option<PathBuf>,
+    /// `--embedder`.
+    pub embedder: Option<String>,
+}
+
+/// Which embedding provider to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbedderKind {
+    /// all-MiniLM-L6-v2 in-process (the default).
+    MiniLm,
+    /// The static model distilled from MiniLM.
+    Static,
+    /// An OpenAI-compatible endpoint.
+    OpenAi,
+    /// An Ollama endpoint.
+    Ollama,
+    /// No vectors: keyword search only.
+    None,
+}
+
+impl EmbedderKind {
+    /// Accepted spellings, for messages.
+    pub const NAMES: &'static str = "minilm, static, openai, ollama, none";
+
+    fn parse(text: &str, origin: &str) -> Result<Self> {
+        Ok(match text.trim().to_ascii_lowercase().as_str() {
+            "minilm" | "all-minilm-l6-v2" | "local" => Self::MiniLm,
+            "static" => Self::Static,
+            "openai" | "openai-compatible" => Self::OpenAi,
+            "ollama" => Self::Ollama,
+            "none" | "off" => Self::None,
+            other => bail!("{origin}: embedder {other:?} is not known; use one of {}", Self::NAMES),
+        })
+    }
+}
+
+/// Settings of a remote embedding endpoint.
+#[derive(Clone, PartialEq)]
+pub struct RemoteEmbedSettings {
+    /// Base URL.
+    pub base_url: String,
+    /// API key (never printed).
+    pub api_key: Option<String>,
+    /// Model name.
+    pub model: String,
+}
+
+impl std::fmt::Debug for RemoteEmbedSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteEmbedSettings")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "***"))
+            .field("model", &self.model)
+            .finish()
+    }
 }
 
 /// Resolved settings.
@@ -106,6 +193,12 @@ pub struct Settings {
     pub workspace: WorkspaceId,
     /// SQLite busy timeout.
     pub busy_timeout_ms: u64,
+    /// Where model files live.
+    pub model_dir: PathBuf,
+    /// The embedding provider.
+    pub embedder: EmbedderKind,
+    /// The remote endpoint, when one is configured.
+    pub remote_embed: Option<RemoteEmbedSettings>,
 }
 
 /// Where the palace file lives for a palace path: an existing file, or a
@@ -171,7 +264,38 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
             .with_context(|| format!("MEMPALACE_BUSY_TIMEOUT_MS={text:?} is not a whole number of milliseconds"))?,
         None => config.busy_timeout_ms.unwrap_or(5_000),
     };
-    Ok(Settings { palace_file: palace_file(&palace), workspace, busy_timeout_ms })
+    let first = |names: &[&str]| names.iter().find_map(|name| env.get(*name).filter(|v| !v.is_empty()).cloned());
+    let model_dir = flags
+        .model_dir
+        .clone()
+        .or_else(|| first(&["MEMPALACE_MODEL_DIR"]).map(PathBuf::from))
+        .or(config.model_dir.clone())
+        .map(|dir| expand_home(&dir, home))
+        .or_else(|| first(&["XDG_DATA_HOME"]).map(|data| PathBuf::from(data).join("mempalace").join("models")))
+        .or_else(|| home.map(|home| home.join(".local").join("share").join("mempalace").join("models")))
+        .context("cannot find the model directory: HOME is not set; pass --model-dir DIR")?;
+    let base_url = first(&["MEMPALACE_EMBED_BASE_URL", "CRAWBL_EMBED_BASE_URL"]).or(config.embed_base_url.clone());
+    let embedder = match (&flags.embedder, first(&["MEMPALACE_EMBEDDER"]), &config.embedder) {
+        (Some(flag), _, _) => EmbedderKind::parse(flag, "--embedder")?,
+        (None, Some(env_value), _) => EmbedderKind::parse(&env_value, "MEMPALACE_EMBEDDER")?,
+        (None, None, Some(configured)) => EmbedderKind::parse(configured, "config.json embedder")?,
+        // A configured endpoint (seed 0 §9) means "use it".
+        (None, None, None) if base_url.is_some() => EmbedderKind::OpenAi,
+        (None, None, None) => EmbedderKind::MiniLm,
+    };
+    let remote_embed = base_url.map(|base_url| RemoteEmbedSettings {
+        base_url,
+        api_key: first(&["MEMPALACE_EMBED_API_KEY", "CRAWBL_EMBED_API_KEY"]).or(config.embed_api_key.clone()),
+        model: first(&["MEMPALACE_EMBED_MODEL", "CRAWBL_EMBED_MODEL"])
+            .or(config.embed_model.clone())
+            .unwrap_or_else(|| "text-embedding-3-small".to_string()),
+    });
+    if matches!(embedder, EmbedderKind::OpenAi | EmbedderKind::Ollama) && remote_embed.is_none() {
+        bail!(
+            "the {embedder:?} embedder needs an endpoint: set MEMPALACE_EMBED_BASE_URL (or embed_base_url in config.json)"
+        );
+    }
+    Ok(Settings { palace_file: palace_file(&palace), workspace, busy_timeout_ms, model_dir, embedder, remote_embed })
 }
 
 #[cfg(test)]
@@ -200,7 +324,11 @@ mod tests {
                 .unwrap();
         assert_eq!(from_env.palace_file, PathBuf::from("/tmp/env-palace/palace.db"));
 
-        let flags = Overrides { palace: Some(PathBuf::from("/tmp/flag.db")), workspace: Some("team-a".into()) };
+        let flags = Overrides {
+            palace: Some(PathBuf::from("/tmp/flag.db")),
+            workspace: Some("team-a".into()),
+            ..Overrides::default()
+        };
         let from_flag = resolve(&env(&[("MEMPALACE_PALACE_PATH", "/tmp/env")]), Some(home.path()), &flags).unwrap();
         assert_eq!(from_flag.palace_file, PathBuf::from("/tmp/flag.db"));
         assert_eq!(from_flag.workspace.as_str(), "team-a");
@@ -221,5 +349,43 @@ mod tests {
     fn db_named_paths_are_files_and_others_are_directories() {
         assert_eq!(palace_file(Path::new("/nowhere/p.db")), PathBuf::from("/nowhere/p.db"));
         assert_eq!(palace_file(Path::new("/nowhere/palace")), PathBuf::from("/nowhere/palace/palace.db"));
+    }
+}
+
+#[cfg(test)]
+mod embedder_tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn the_embedder_defaults_to_minilm_and_follows_a_configured_endpoint() {
+        let home = tempfile::tempdir().unwrap();
+        let plain = resolve(&env(&[]), Some(home.path()), &Overrides::default()).unwrap();
+        assert_eq!(plain.embedder, EmbedderKind::MiniLm);
+        assert_eq!(plain.model_dir, home.path().join(".local/share/mempalace/models"));
+        assert!(plain.remote_embed.is_none());
+
+        let crawbl = env(&[("CRAWBL_EMBED_BASE_URL", "https://api.example/v1"), ("CRAWBL_EMBED_API_KEY", "sk-x")]);
+        let remote = resolve(&crawbl, Some(home.path()), &Overrides::default()).unwrap();
+        assert_eq!(remote.embedder, EmbedderKind::OpenAi);
+        let endpoint = remote.remote_embed.unwrap();
+        assert_eq!(endpoint.model, "text-embedding-3-small");
+        assert!(!format!("{endpoint:?}").contains("sk-x"), "the key never reaches Debug output");
+
+        let flags = Overrides { embedder: Some("static".into()), model_dir: Some("/m".into()), ..Overrides::default() };
+        let chosen = resolve(&crawbl, Some(home.path()), &flags).unwrap();
+        assert_eq!((chosen.embedder, chosen.model_dir), (EmbedderKind::Static, PathBuf::from("/m")));
+
+        let err = resolve(&env(&[("MEMPALACE_EMBEDDER", "bert")]), Some(home.path()), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("bert") && err.contains("minilm, static"), "{err}");
+        let err = resolve(&env(&[("MEMPALACE_EMBEDDER", "ollama")]), Some(home.path()), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("MEMPALACE_EMBED_BASE_URL"), "{err}");
     }
 }

@@ -29,7 +29,11 @@ use mempalace_core::centroid::Centroid;
 use mempalace_core::kg::{Entity, Triple};
 use mempalace_core::session::{EpisodicSummary, Session};
 use mempalace_core::tunnel::Tunnel;
-use mempalace_core::{Drawer, DrawerId, DrawerStatus, Identity, Timestamp, WorkspaceId};
+use std::collections::HashMap;
+
+use mempalace_core::{
+    Content, ContentHash, Drawer, DrawerId, DrawerStatus, Embedding, Identity, Timestamp, WorkspaceId,
+};
 use mempalace_store::{
     HealthCheck, IdentityRecord, PalaceRecord, PutOutcome, RecordCounts, StorageInfo, StoreError, StoreRead,
     StoreResult, StoreWrite, Taxonomy,
@@ -246,6 +250,28 @@ impl StoreRead for SqliteStore {
     fn centroids(&self, workspace: &WorkspaceId) -> StoreResult<Vec<Centroid>> {
         self.read(|conn| records::centroids(conn, workspace))
     }
+
+    fn embeddings_by_hash(
+        &self,
+        workspace: &WorkspaceId,
+        model: &str,
+        hashes: &[ContentHash],
+    ) -> StoreResult<HashMap<ContentHash, Vec<f32>>> {
+        self.read(|conn| records::embeddings_by_hash(conn, workspace, model, hashes))
+    }
+
+    fn drawers_missing_embedding(
+        &self,
+        workspace: &WorkspaceId,
+        model: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<(DrawerId, Content)>> {
+        self.read(|conn| records::drawers_missing_embedding(conn, workspace, model, limit))
+    }
+
+    fn embedding_models(&self, workspace: &WorkspaceId) -> StoreResult<Vec<(Option<String>, u64)>> {
+        self.read(|conn| records::embedding_models(conn, workspace))
+    }
 }
 
 impl StoreWrite for SqliteStore {
@@ -266,6 +292,20 @@ impl StoreWrite for SqliteStore {
 
     fn delete_drawer(&self, workspace: &WorkspaceId, id: &DrawerId) -> StoreResult<bool> {
         self.write(|tx| records::delete_drawer(tx, workspace, id))
+    }
+
+    fn set_embeddings(&self, workspace: &WorkspaceId, vectors: &[(DrawerId, Embedding)]) -> StoreResult<usize> {
+        self.write(|tx| records::set_embeddings(tx, workspace, vectors))
+    }
+
+    fn cache_embeddings(
+        &self,
+        workspace: &WorkspaceId,
+        model: &str,
+        vectors: &[(ContentHash, Vec<f32>)],
+        at: Timestamp,
+    ) -> StoreResult<()> {
+        self.write(|tx| records::cache_embeddings(tx, workspace, model, vectors, &at))
     }
 
     fn set_identity(&self, workspace: &WorkspaceId, identity: &Identity, at: Timestamp) -> StoreResult<()> {

@@ -13,7 +13,8 @@ use mempalace_core::lexical;
 use mempalace_core::session::{EpisodicSummary, Session};
 use mempalace_core::tunnel::{Place, Tunnel};
 use mempalace_core::{
-    Confidence, Drawer, DrawerId, DrawerStatus, DrawerTag, Embedding, Identity, Room, Timestamp, Wing, WorkspaceId,
+    Confidence, ContentHash, Drawer, DrawerId, DrawerStatus, DrawerTag, Embedding, Identity, Room, Timestamp, Wing,
+    WorkspaceId,
 };
 use mempalace_store::{IdentityRecord, PalaceRecord, PutOutcome, RecordCounts, StoreError, StoreResult, Taxonomy};
 use rusqlite::types::Value as SqlValue;
@@ -584,4 +585,123 @@ pub(crate) fn import_record(tx: &Transaction<'_>, record: &PalaceRecord) -> Stor
             Ok(counted(changed))
         }
     }
+}
+
+pub(crate) fn embeddings_by_hash(
+    conn: &Connection,
+    workspace: &WorkspaceId,
+    model: &str,
+    hashes: &[ContentHash],
+) -> StoreResult<HashMap<ContentHash, Vec<f32>>> {
+    let mut found = HashMap::with_capacity(hashes.len());
+    let c = "looking up cached vectors";
+    let mut from_drawers = conn
+        .prepare_cached(
+            "SELECT embedding FROM drawers WHERE workspace_id = ?1 AND embedding_model = ?2 AND content_hash = ?3 \
+             AND embedding IS NOT NULL LIMIT 1",
+        )
+        .ctx(c)?;
+    let mut from_cache = conn
+        .prepare_cached(
+            "SELECT vector FROM embedding_cache WHERE workspace_id = ?1 AND model = ?2 AND content_hash = ?3",
+        )
+        .ctx(c)?;
+    for hash in hashes {
+        if found.contains_key(hash) {
+            continue;
+        }
+        let key = params![workspace.as_str(), model, hash.as_str()];
+        let blob: Option<Vec<u8>> = match from_drawers.query_row(key, |row| row.get(0)).optional().ctx(c)? {
+            Some(blob) => Some(blob),
+            None => from_cache.query_row(key, |row| row.get(0)).optional().ctx(c)?,
+        };
+        if let Some(blob) = blob {
+            found.insert(hash.clone(), blob_to_vector(&blob, "cached vector")?);
+        }
+    }
+    Ok(found)
+}
+
+pub(crate) fn drawers_missing_embedding(
+    conn: &Connection,
+    workspace: &WorkspaceId,
+    model: &str,
+    limit: usize,
+) -> StoreResult<Vec<(DrawerId, mempalace_core::Content)>> {
+    let c = "finding drawers without vectors";
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, content FROM drawers WHERE workspace_id = ?1 \
+             AND (embedding_model IS NULL OR embedding_model <> ?2 OR embedding IS NULL) ORDER BY id LIMIT ?3",
+        )
+        .ctx(c)?;
+    let rows: Vec<(String, String)> = stmt
+        .query_map(params![workspace.as_str(), model, i64::try_from(limit).unwrap_or(i64::MAX)], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+        .and_then(Iterator::collect)
+        .ctx(c)?;
+    rows.into_iter()
+        .map(|(id, content)| {
+            let bad = |e: mempalace_core::ValidationError| StoreError::invalid(format!("drawer {id}: {e}"));
+            Ok((DrawerId::parse(&id).map_err(bad)?, mempalace_core::Content::parse(content).map_err(bad)?))
+        })
+        .collect()
+}
+
+pub(crate) fn embedding_models(conn: &Connection, workspace: &WorkspaceId) -> StoreResult<Vec<(Option<String>, u64)>> {
+    let c = "counting vectors per model";
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT CASE WHEN embedding IS NULL THEN NULL ELSE embedding_model END AS model, count(*) \
+             FROM drawers WHERE workspace_id = ?1 GROUP BY model ORDER BY model",
+        )
+        .ctx(c)?;
+    let rows: Vec<(Option<String>, i64)> = stmt
+        .query_map(params![workspace.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))
+        .and_then(Iterator::collect)
+        .ctx(c)?;
+    Ok(rows.into_iter().map(|(model, count)| (model, u64::try_from(count).unwrap_or(0))).collect())
+}
+
+pub(crate) fn set_embeddings(
+    tx: &Transaction<'_>,
+    workspace: &WorkspaceId,
+    vectors: &[(DrawerId, Embedding)],
+) -> StoreResult<usize> {
+    let mut updated = 0;
+    for (id, embedding) in vectors {
+        updated += tx
+            .prepare_cached(
+                "UPDATE drawers SET embedding_model = ?3, embedding = ?4 WHERE workspace_id = ?1 AND id = ?2",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    workspace.as_str(),
+                    id.as_str(),
+                    embedding.model,
+                    vector_to_blob(&embedding.vector)
+                ])
+            })
+            .ctx("storing a vector")?;
+    }
+    Ok(updated)
+}
+
+pub(crate) fn cache_embeddings(
+    tx: &Transaction<'_>,
+    workspace: &WorkspaceId,
+    model: &str,
+    vectors: &[(ContentHash, Vec<f32>)],
+    at: &Timestamp,
+) -> StoreResult<()> {
+    for (hash, vector) in vectors {
+        tx.prepare_cached(
+            "INSERT INTO embedding_cache (workspace_id, model, content_hash, vector, created_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT DO UPDATE SET vector = excluded.vector, created_at = excluded.created_at",
+        )
+        .and_then(|mut stmt| stmt.execute(params![workspace.as_str(), model, hash.as_str(), vector_to_blob(vector), ts(at)]))
+        .ctx("caching a vector")?;
+    }
+    Ok(())
 }

@@ -40,6 +40,7 @@ conformance_tests!(
     check_scan_pages_through_everything,
     check_import_round_trip,
     check_verify_and_rebuild,
+    check_embedding_lookup_and_backfill,
 );
 
 #[test]
@@ -152,4 +153,27 @@ fn closing_a_store_checkpoints_and_removes_the_wal() {
     assert_eq!(store.taxonomy(&ws).unwrap().total_drawers, 2_000, "a read leaves a reader connection in the pool");
     drop(store);
     assert!(!dir.path().join("palace.db-wal").exists(), "the WAL was left behind");
+}
+
+/// STYLE §7: a palace written by each released schema opens and migrates.
+/// `fixtures/palace-v1.db` was written by schema version 1 (the CLI at
+/// revision 592306e).
+#[test]
+fn a_schema_v1_palace_migrates_and_keeps_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("palace.db");
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/palace-v1.db"), &path).unwrap();
+    let store = SqliteStore::open(&path, SqliteOptions::default()).expect("v1 palace opens");
+    assert_eq!(store.info().unwrap().schema_version, mempalace_sqlite::SCHEMA_VERSION);
+    let ws = WorkspaceId::default_workspace();
+    let taxonomy = store.taxonomy(&ws).unwrap();
+    assert_eq!(taxonomy.total_drawers, 2);
+    assert_eq!(taxonomy.wings["project"].rooms["decisions"], 1);
+    assert_eq!(store.identity(&ws).unwrap().unwrap().identity.as_str(), "I am the v1 fixture.");
+    let all = store.scan_drawers(&ws, None, 10).unwrap();
+    assert_eq!(all.len(), 3);
+    assert!(all.iter().any(|d| d.status_reason.as_deref() == Some("fixture")));
+    assert_eq!(store.drawers_missing_embedding(&ws, "any-model", 10).unwrap().len(), 3);
+    let checks = store.verify().unwrap();
+    assert!(checks.iter().all(|c| c.ok), "{checks:?}");
 }

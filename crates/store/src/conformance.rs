@@ -394,6 +394,45 @@ pub fn check_concurrent_writers(store: Arc<dyn Store>) {
     assert_all_healthy(store.as_ref());
 }
 
+/// Vectors are found by content hash (drawers first, then the cache), and
+/// re-embedding sees exactly the drawers that lack the model's vector.
+pub fn check_embedding_lookup_and_backfill(store: &dyn Store) {
+    let ws = workspace("default");
+    let other = workspace("other");
+    let mut with_vector = drawer(&ws, "w", "r", "has a vector");
+    with_vector.embedding = Some(Embedding { model: "m1".into(), vector: vec![0.6, 0.8] });
+    let without = drawer(&ws, "w", "r", "has no vector");
+    store.put_drawers(&[with_vector.clone(), without.clone()]).expect("put");
+    let hashes = vec![with_vector.content_hash.clone(), without.content_hash.clone()];
+    let found = store.embeddings_by_hash(&ws, "m1", &hashes).expect("lookup");
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[&with_vector.content_hash], vec![0.6, 0.8]);
+    assert!(store.embeddings_by_hash(&ws, "m2", &hashes).expect("lookup").is_empty(), "models never mix");
+    assert!(store.embeddings_by_hash(&other, "m1", &hashes).expect("lookup").is_empty(), "workspaces never mix");
+
+    let missing = store.drawers_missing_embedding(&ws, "m1", 10).expect("missing");
+    assert_eq!(missing.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>(), vec![without.id.clone()]);
+    assert_eq!(missing[0].1, without.content);
+    assert_eq!(store.drawers_missing_embedding(&ws, "m2", 10).expect("missing").len(), 2);
+    assert_eq!(store.drawers_missing_embedding(&ws, "m2", 1).expect("missing").len(), 1);
+
+    let updated = store
+        .set_embeddings(&ws, &[(without.id.clone(), Embedding { model: "m1".into(), vector: vec![1.0, 0.0] })])
+        .expect("set");
+    assert_eq!(updated, 1);
+    assert!(store.drawers_missing_embedding(&ws, "m1", 10).expect("missing").is_empty());
+    assert_eq!(store.embedding_models(&ws).expect("models"), vec![(Some("m1".to_string()), 2)]);
+    let back = store.drawer(&ws, &without.id).expect("get").expect("found");
+    assert_eq!(back.embedding.expect("vector").vector, vec![1.0, 0.0]);
+
+    let loose = mempalace_core::ContentHash::of("a text that is not a drawer");
+    store.cache_embeddings(&ws, "m1", &[(loose.clone(), vec![0.0, 1.0])], at("2025-01-01T00:00:00Z")).expect("cache");
+    store.cache_embeddings(&ws, "m1", &[(loose.clone(), vec![0.0, -1.0])], at("2025-01-02T00:00:00Z")).expect("cache");
+    let found = store.embeddings_by_hash(&ws, "m1", std::slice::from_ref(&loose)).expect("lookup");
+    assert_eq!(found[&loose], vec![0.0, -1.0]);
+    assert!(store.embeddings_by_hash(&other, "m1", &[loose]).expect("lookup").is_empty());
+}
+
 /// Panics unless every health check passes.
 pub fn assert_all_healthy(store: &dyn Store) {
     let checks = store.verify().expect("verify");
@@ -411,5 +450,6 @@ pub fn run_all(mut fresh: impl FnMut() -> Arc<dyn Store>) {
     check_scan_pages_through_everything(fresh().as_ref());
     check_import_round_trip(fresh().as_ref());
     check_verify_and_rebuild(fresh().as_ref());
+    check_embedding_lookup_and_backfill(fresh().as_ref());
     check_concurrent_writers(fresh());
 }

@@ -30,7 +30,11 @@ use mempalace_core::centroid::Centroid;
 use mempalace_core::kg::{Entity, Triple};
 use mempalace_core::session::{EpisodicSummary, Session};
 use mempalace_core::tunnel::Tunnel;
-use mempalace_core::{Drawer, DrawerId, DrawerStatus, Identity, Timestamp, WorkspaceId};
+use std::collections::HashMap;
+
+use mempalace_core::{
+    Content, ContentHash, Drawer, DrawerId, DrawerStatus, Embedding, Identity, Timestamp, WorkspaceId,
+};
 
 /// Queries. Implementations answer from committed data only, and every call
 /// sees every write committed before it started, by any process.
@@ -76,6 +80,28 @@ pub trait StoreRead: Send + Sync {
 
     /// Every memory-type centroid of the workspace.
     fn centroids(&self, workspace: &WorkspaceId) -> StoreResult<Vec<Centroid>>;
+
+    /// Known vectors of `model` for texts with these hashes: from drawers
+    /// of the workspace first, then from the embedding cache. Hashes with no
+    /// known vector are absent from the map.
+    fn embeddings_by_hash(
+        &self,
+        workspace: &WorkspaceId,
+        model: &str,
+        hashes: &[ContentHash],
+    ) -> StoreResult<HashMap<ContentHash, Vec<f32>>>;
+
+    /// Up to `limit` drawers (any status) without a vector of `model`, in id
+    /// order: what re-embedding still has to do.
+    fn drawers_missing_embedding(
+        &self,
+        workspace: &WorkspaceId,
+        model: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<(DrawerId, Content)>>;
+
+    /// Drawers per embedding model (`None`: no vector yet), all statuses.
+    fn embedding_models(&self, workspace: &WorkspaceId) -> StoreResult<Vec<(Option<String>, u64)>>;
 }
 
 /// Changes. Each call is one short transaction: it commits completely or not
@@ -99,6 +125,20 @@ pub trait StoreWrite: StoreRead {
     /// Removes a drawer and everything derived from it. Returns false when
     /// it did not exist.
     fn delete_drawer(&self, workspace: &WorkspaceId, id: &DrawerId) -> StoreResult<bool>;
+
+    /// Replaces the vectors of existing drawers; returns how many drawers
+    /// were found.
+    fn set_embeddings(&self, workspace: &WorkspaceId, vectors: &[(DrawerId, Embedding)]) -> StoreResult<usize>;
+
+    /// Keeps vectors of texts that are not stored in a drawer, for later
+    /// reuse (an existing entry is replaced).
+    fn cache_embeddings(
+        &self,
+        workspace: &WorkspaceId,
+        model: &str,
+        vectors: &[(ContentHash, Vec<f32>)],
+        at: Timestamp,
+    ) -> StoreResult<()>;
 
     /// Sets the workspace's identity text.
     fn set_identity(&self, workspace: &WorkspaceId, identity: &Identity, at: Timestamp) -> StoreResult<()>;

@@ -7,7 +7,9 @@
 //! it has the command.
 
 mod drawer;
+mod embedder;
 mod identity;
+mod model;
 mod palace;
 mod transfer;
 mod wire;
@@ -45,6 +47,13 @@ pub struct GlobalArgs {
     /// Workspace within the palace (default: "default", or $MEMPALACE_WORKSPACE).
     #[arg(long, global = true, value_name = "ID")]
     pub workspace: Option<String>,
+    /// Where model weights live (default: $MEMPALACE_MODEL_DIR, else
+    /// ~/.local/share/mempalace/models).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub model_dir: Option<PathBuf>,
+    /// Embedding provider: minilm (default), static, openai, ollama or none.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub embedder: Option<String>,
     /// More log output on stderr (-v info, -vv debug). $MEMPALACE_LOG takes a
     /// full filter such as "mempalace=debug".
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -71,6 +80,11 @@ pub enum Command {
     Export(transfer::ExportArgs),
     /// Read a JSONL export into the palace (records already present are kept).
     Import(transfer::ImportArgs),
+    /// Fetch, distill and inspect embedding models.
+    #[command(subcommand)]
+    Model(model::ModelCommand),
+    /// Give every drawer a vector of the configured embedder (resumable).
+    Reembed(model::ReembedArgs),
     /// Check the palace and rebuild derived indexes if needed. Never deletes user data.
     #[command(visible_alias = "repair")]
     Doctor(palace::DoctorArgs),
@@ -93,6 +107,8 @@ pub enum Exit {
     Io = 6,
     /// `doctor` found problems it could not repair.
     Unhealthy = 7,
+    /// Something the command needs (an embedding model) is not available.
+    Unavailable = 8,
 }
 
 /// An error the user can fix, raised by the CLI itself (bad stdin, bad file).
@@ -135,6 +151,7 @@ fn engine_exit(error: &EngineError) -> Exit {
     match error {
         EngineError::Invalid(_) => Exit::Usage,
         EngineError::NotFound { .. } => Exit::NotFound,
+        EngineError::Unavailable(_) => Exit::Unavailable,
         EngineError::Store(error) => store_exit(error),
     }
 }
@@ -170,7 +187,12 @@ fn settings(global: &GlobalArgs) -> Result<Settings> {
     settings::resolve(
         &env,
         home.as_deref(),
-        &Overrides { palace: global.palace.clone(), workspace: global.workspace.clone() },
+        &Overrides {
+            palace: global.palace.clone(),
+            workspace: global.workspace.clone(),
+            model_dir: global.model_dir.clone(),
+            embedder: global.embedder.clone(),
+        },
     )
 }
 
@@ -214,19 +236,32 @@ fn open_palace(settings: &Settings, access: Access) -> Result<Palace> {
     Ok(Palace::new(Arc::new(store), settings.workspace.clone()))
 }
 
+/// Attaches the configured embedding provider (none when its model is
+/// missing, after a warning).
+fn with_embedder(palace: Palace, settings: &Settings) -> Result<Palace> {
+    Ok(match embedder::build(settings)? {
+        Some(embedder) => palace.with_embedder(embedder),
+        None => palace,
+    })
+}
+
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
     let settings = settings(&cli.global)?;
     tracing::debug!(palace = %settings.palace_file.display(), workspace = %settings.workspace, "settings resolved");
     match cli.command {
         Command::Init(args) => palace::init(&settings, args),
-        Command::Add(args) => drawer::add(&open_palace(&settings, Access::Create)?, args),
+        Command::Add(args) => drawer::add(&with_embedder(open_palace(&settings, Access::Create)?, &settings)?, args),
         Command::Status(args) => palace::status(&open_palace(&settings, Access::Read)?, args),
         Command::Get(args) => drawer::get(&open_palace(&settings, Access::Read)?, args),
         Command::Delete(args) => drawer::delete(&open_palace(&settings, Access::Update)?, args),
         Command::Identity(command) => identity::run(&settings, command),
         Command::Export(args) => transfer::export(&open_palace(&settings, Access::Read)?, args),
         Command::Import(args) => transfer::import(&settings, args),
+        Command::Model(command) => model::run(&settings, command),
+        Command::Reembed(args) => {
+            model::reembed(&with_embedder(open_palace(&settings, Access::Update)?, &settings)?, args)
+        }
         Command::Doctor(args) => palace::doctor(&open_palace(&settings, Access::Update)?, args),
     }
 }

