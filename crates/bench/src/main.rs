@@ -5,6 +5,7 @@
 //! run on purpose, never as part of the test suite.
 
 mod corpus;
+mod embed;
 mod palace;
 mod report;
 
@@ -46,6 +47,36 @@ enum Bench {
         #[arg(long, value_name = "DIR")]
         scratch: Option<PathBuf>,
     },
+    /// Embedding throughput and latency of the local providers, and peak RSS.
+    Embed {
+        /// Model directory (as `mempalace --model-dir`).
+        #[arg(long, env = "MEMPALACE_MODEL_DIR")]
+        models: PathBuf,
+        /// The shared data folder (spec, seeds, LoCoMo).
+        #[arg(long, default_value_os_t = default_shared())]
+        shared: PathBuf,
+        /// Chunks in the MiniLM throughput run.
+        #[arg(long, default_value_t = 1_000)]
+        chunks: usize,
+        /// Chunks in the peak-RSS run.
+        #[arg(long, default_value_t = 10_000)]
+        rss_chunks: usize,
+    },
+    /// (internal) the child process of the RSS measurement.
+    #[command(hide = true)]
+    EmbedRss {
+        #[arg(long)]
+        models: PathBuf,
+        #[arg(long)]
+        shared: PathBuf,
+        #[arg(long)]
+        chunks: usize,
+    },
+}
+
+/// Default location of the shared benchmark data, next to the repository.
+fn default_shared() -> PathBuf {
+    PathBuf::from("../shared")
 }
 
 #[allow(clippy::print_stdout)]
@@ -66,6 +97,15 @@ fn main() -> Result<()> {
             let dir = report::write(&cli.results, "palace", &command_line, &summary, &samples)?;
             println!("{}", serde_json::to_string_pretty(&summary)?);
             println!("recorded in {}", dir.display());
+        }
+        Bench::Embed { models, shared, chunks, rss_chunks } => {
+            let (summary, samples) = embed::run(&models, &shared, chunks, rss_chunks)?;
+            let dir = report::write(&cli.results, "embed", &command_line, &summary, &samples)?;
+            println!("{}", serde_json::to_string_pretty(&summary)?);
+            println!("recorded in {}", dir.display());
+        }
+        Bench::EmbedRss { models, shared, chunks } => {
+            println!("{}", embed::rss_child(&models, &shared, chunks)?);
         }
     }
     Ok(())

@@ -1,15 +1,23 @@
-//! A BERT encoder on candle tensors, enough for all-MiniLM-L6-v2.
+//! A BERT encoder for all-MiniLM-L6-v2, on plain f32 buffers.
 //!
-//! Written here rather than taken from candle-transformers to keep the
-//! dependency small and the hot path in view: embeddings → `n` layers of
-//! self-attention and feed-forward with post-layer-norm → last hidden state.
-//! Weight names are the Hugging Face ones (`embeddings.word_embeddings.weight`,
-//! `encoder.layer.{i}.attention.self.query.weight`, …), with or without a
-//! `bert.` prefix. Pooling and normalisation belong to the caller.
+//! Weights are read with candle from the model's safetensors (Hugging Face
+//! names, with or without a `bert.` prefix) and kept transposed for the
+//! multiply. The forward pass packs the tokens of all texts of a pass into
+//! one `[tokens, hidden]` matrix with no padding: the dense layers run as
+//! one large multiply over every token (split over the cores by `gemm`),
+//! and attention runs per text over its own length only (texts spread over
+//! the cores), so no work is spent on padding and no mask is needed.
+//! Buffers are allocated once per pass and reused by every layer.
+//!
+//! Pooling here is the mean over each text's tokens; normalisation is the
+//! caller's.
 
-use candle_core::{D, DType, Device, Module, Tensor};
-use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder};
+use candle_core::{DType, Device};
+use candle_nn::VarBuilder;
+use rayon::prelude::*;
 use serde::Deserialize;
+
+use crate::kernels::{self, View, matmul};
 
 /// The parts of a Hugging Face `config.json` the encoder needs.
 #[derive(Debug, Clone, Deserialize)]
@@ -34,79 +42,117 @@ pub struct BertConfig {
     pub hidden_act: String,
 }
 
+/// A dense layer with its weight stored `[in, out]` (row-major).
+struct Dense {
+    weight: Vec<f32>,
+    bias: Vec<f32>,
+    inputs: usize,
+    outputs: usize,
+}
+
+struct Norm {
+    gamma: Vec<f32>,
+    beta: Vec<f32>,
+}
+
 struct Layer {
-    query: Linear,
-    key: Linear,
-    value: Linear,
-    attention_output: Linear,
-    attention_norm: LayerNorm,
-    intermediate: Linear,
-    output: Linear,
-    output_norm: LayerNorm,
+    qkv: Dense,
+    attention_output: Dense,
+    attention_norm: Norm,
+    intermediate: Dense,
+    output: Dense,
+    output_norm: Norm,
 }
 
 /// The encoder.
 pub struct Bert {
-    word_embeddings: Embedding,
-    position_embeddings: Tensor,
-    token_type_row: Tensor,
-    embedding_norm: LayerNorm,
+    word_embeddings: Vec<f32>,
+    position_embeddings: Vec<f32>,
+    token_type_row: Vec<f32>,
+    embedding_norm: Norm,
     layers: Vec<Layer>,
-    heads: usize,
-    head_dim: usize,
     hidden: usize,
+    heads: usize,
+    vocab: usize,
+    max_positions: usize,
+    eps: f32,
 }
 
-fn linear(vb: &VarBuilder, name: &str, input: usize, output: usize) -> candle_core::Result<Linear> {
-    candle_nn::linear(input, output, vb.pp(name))
+fn values(vb: &VarBuilder, shape: &[usize], name: &str) -> candle_core::Result<Vec<f32>> {
+    vb.get(shape, name)?.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()
 }
 
-fn layer_norm(vb: &VarBuilder, name: &str, size: usize, eps: f64) -> candle_core::Result<LayerNorm> {
-    candle_nn::layer_norm(size, eps, vb.pp(name))
+/// Reads a PyTorch linear layer (`weight [out, in]`) stored transposed.
+fn dense_parts(vb: &VarBuilder, inputs: usize, outputs: usize) -> candle_core::Result<(Vec<f32>, Vec<f32>)> {
+    let weight = vb.get((outputs, inputs), "weight")?.t()?.contiguous()?.flatten_all()?.to_vec1::<f32>()?;
+    let bias = values(vb, &[outputs], "bias")?;
+    Ok((weight, bias))
+}
+
+fn dense(vb: &VarBuilder, inputs: usize, outputs: usize) -> candle_core::Result<Dense> {
+    let (weight, bias) = dense_parts(vb, inputs, outputs)?;
+    Ok(Dense { weight, bias, inputs, outputs })
+}
+
+fn norm(vb: &VarBuilder, size: usize) -> candle_core::Result<Norm> {
+    let gamma = values(vb, &[size], "weight").or_else(|_| values(vb, &[size], "gamma"))?;
+    let beta = values(vb, &[size], "bias").or_else(|_| values(vb, &[size], "beta"))?;
+    Ok(Norm { gamma, beta })
 }
 
 impl Bert {
-    /// Builds the encoder from weights in `vb`.
+    /// Reads the weights from `vb`.
     pub fn load(vb: VarBuilder, config: &BertConfig) -> candle_core::Result<Self> {
         if config.hidden_act != "gelu" {
             candle_core::bail!("unsupported activation {:?}; only \"gelu\" is implemented", config.hidden_act);
         }
+        if config.hidden_size % config.num_attention_heads != 0 {
+            candle_core::bail!("hidden size is not a multiple of the head count");
+        }
         let vb = if vb.contains_tensor("embeddings.word_embeddings.weight") { vb } else { vb.pp("bert") };
         let hidden = config.hidden_size;
-        let eps = config.layer_norm_eps;
         let embeddings = vb.pp("embeddings");
-        let word_embeddings = candle_nn::embedding(config.vocab_size, hidden, embeddings.pp("word_embeddings"))?;
-        let position_embeddings =
-            embeddings.get((config.max_position_embeddings, hidden), "position_embeddings.weight")?;
-        let token_type = embeddings.get((config.type_vocab_size, hidden), "token_type_embeddings.weight")?;
-        // Every input here has token type 0, so its embedding is one row.
-        let token_type_row = token_type.get(0)?;
-        let embedding_norm = layer_norm(&embeddings, "LayerNorm", hidden, eps)?;
+        let token_type = values(&embeddings, &[config.type_vocab_size, hidden], "token_type_embeddings.weight")?;
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for index in 0..config.num_hidden_layers {
             let layer = vb.pp(format!("encoder.layer.{index}"));
             let attention = layer.pp("attention");
+            // Query, key and value fused into one [hidden, 3·hidden] multiply.
+            let (q, qb) = dense_parts(&attention.pp("self.query"), hidden, hidden)?;
+            let (k, kb) = dense_parts(&attention.pp("self.key"), hidden, hidden)?;
+            let (v, vb_) = dense_parts(&attention.pp("self.value"), hidden, hidden)?;
+            let mut weight = Vec::with_capacity(hidden * 3 * hidden);
+            for row in 0..hidden {
+                for part in [&q, &k, &v] {
+                    weight.extend_from_slice(&part[row * hidden..(row + 1) * hidden]);
+                }
+            }
+            let bias = [qb, kb, vb_].concat();
             layers.push(Layer {
-                query: linear(&attention, "self.query", hidden, hidden)?,
-                key: linear(&attention, "self.key", hidden, hidden)?,
-                value: linear(&attention, "self.value", hidden, hidden)?,
-                attention_output: linear(&attention, "output.dense", hidden, hidden)?,
-                attention_norm: layer_norm(&attention, "output.LayerNorm", hidden, eps)?,
-                intermediate: linear(&layer, "intermediate.dense", hidden, config.intermediate_size)?,
-                output: linear(&layer, "output.dense", config.intermediate_size, hidden)?,
-                output_norm: layer_norm(&layer, "output.LayerNorm", hidden, eps)?,
+                qkv: Dense { weight, bias, inputs: hidden, outputs: 3 * hidden },
+                attention_output: dense(&attention.pp("output.dense"), hidden, hidden)?,
+                attention_norm: norm(&attention.pp("output.LayerNorm"), hidden)?,
+                intermediate: dense(&layer.pp("intermediate.dense"), hidden, config.intermediate_size)?,
+                output: dense(&layer.pp("output.dense"), config.intermediate_size, hidden)?,
+                output_norm: norm(&layer.pp("output.LayerNorm"), hidden)?,
             });
         }
-        let heads = config.num_attention_heads;
         Ok(Self {
-            word_embeddings,
-            position_embeddings,
-            token_type_row,
-            embedding_norm,
+            word_embeddings: values(&embeddings, &[config.vocab_size, hidden], "word_embeddings.weight")?,
+            position_embeddings: values(
+                &embeddings,
+                &[config.max_position_embeddings, hidden],
+                "position_embeddings.weight",
+            )?,
+            // Every input here has token type 0.
+            token_type_row: token_type[..hidden].to_vec(),
+            embedding_norm: norm(&embeddings.pp("LayerNorm"), hidden)?,
             layers,
-            heads,
-            head_dim: hidden / heads,
             hidden,
+            heads: config.num_attention_heads,
+            vocab: config.vocab_size,
+            max_positions: config.max_position_embeddings,
+            eps: config.layer_norm_eps as f32,
         })
     }
 
@@ -115,59 +161,153 @@ impl Bert {
         self.hidden
     }
 
-    /// Runs the encoder. `input_ids` is `[batch, seq]` (u32), `mask` is
-    /// `[batch, seq]` (f32, 1 for tokens, 0 for padding). Returns the last
-    /// hidden state `[batch, seq, hidden]`.
-    pub fn forward(&self, input_ids: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
-        let (batch, seq) = input_ids.dims2()?;
-        let positions = self.position_embeddings.narrow(0, 0, seq)?;
-        let mut x =
-            self.word_embeddings.forward(input_ids)?.broadcast_add(&positions)?.broadcast_add(&self.token_type_row)?;
-        x = self.embedding_norm.forward(&x)?;
-        // Additive attention bias: 0 for tokens, a large negative for padding.
-        let bias = ((mask.ones_like()? - mask)? * -1.0e4)?.reshape((batch, 1, 1, seq))?;
-        let scale = 1.0 / (self.head_dim as f64).sqrt();
-        for layer in &self.layers {
-            let split = |t: Tensor| -> candle_core::Result<Tensor> {
-                t.reshape((batch, seq, self.heads, self.head_dim))?.transpose(1, 2)?.contiguous()
-            };
-            let q = split(layer.query.forward(&x)?)?;
-            let k = split(layer.key.forward(&x)?)?;
-            let v = split(layer.value.forward(&x)?)?;
-            let scores = (q.matmul(&k.t()?)? * scale)?.broadcast_add(&bias)?;
-            let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-            let context = probs.matmul(&v)?.transpose(1, 2)?.reshape((batch, seq, self.hidden))?;
-            let attended = layer.attention_output.forward(&context)?;
-            x = layer.attention_norm.forward(&(attended + &x)?)?;
-            let inner = layer.intermediate.forward(&x)?.gelu_erf()?;
-            let out = layer.output.forward(&inner)?;
-            x = layer.output_norm.forward(&(out + &x)?)?;
+    /// Longest sequence the position table allows.
+    pub fn max_positions(&self) -> usize {
+        self.max_positions
+    }
+
+    /// Mean-pooled last hidden states of each row of token ids, in order.
+    /// Rows must be non-empty, no longer than [`Bert::max_positions`], with
+    /// ids below the vocabulary size (the tokenizer guarantees all three).
+    pub fn pooled(&self, rows: &[&[u32]]) -> Vec<Vec<f32>> {
+        let h = self.hidden;
+        let lengths: Vec<usize> = rows.iter().map(|row| row.len().clamp(1, self.max_positions)).collect();
+        let tokens: usize = lengths.iter().sum();
+        let mut offsets = Vec::with_capacity(rows.len());
+        let mut start = 0;
+        for length in &lengths {
+            offsets.push(start);
+            start += length;
         }
-        Ok(x)
+
+        let mut x = vec![0.0_f32; tokens * h];
+        for ((row, &length), &offset) in rows.iter().zip(&lengths).zip(&offsets) {
+            for position in 0..length {
+                let id = row.get(position).map_or(0, |&id| (id as usize).min(self.vocab - 1));
+                let out = &mut x[(offset + position) * h..(offset + position + 1) * h];
+                let word = &self.word_embeddings[id * h..(id + 1) * h];
+                let pos = &self.position_embeddings[position * h..(position + 1) * h];
+                for (((o, w), p), t) in out.iter_mut().zip(word).zip(pos).zip(&self.token_type_row) {
+                    *o = w + p + t;
+                }
+            }
+        }
+        let norm_rows = 64 * h;
+        x.par_chunks_mut(norm_rows).for_each(|chunk| {
+            kernels::layer_norm(chunk, &self.embedding_norm.gamma, &self.embedding_norm.beta, self.eps)
+        });
+
+        let threads = rayon::current_num_threads();
+        let intermediate = self.layers.first().map_or(0, |layer| layer.intermediate.outputs);
+        let mut qkv = vec![0.0_f32; tokens * 3 * h];
+        let mut context = vec![0.0_f32; tokens * h];
+        let mut scratch = vec![0.0_f32; tokens * h];
+        let mut inner = vec![0.0_f32; tokens * intermediate];
+        for layer in &self.layers {
+            self.dense(&x, tokens, &layer.qkv, &mut qkv, threads);
+            qkv.par_chunks_mut(64 * 3 * h).for_each(|chunk| kernels::add_bias(chunk, &layer.qkv.bias));
+            self.attention(&qkv, &lengths, &offsets, &mut context);
+
+            self.dense(&context, tokens, &layer.attention_output, &mut scratch, threads);
+            Self::residual_norm(&mut scratch, &x, &layer.attention_output.bias, &layer.attention_norm, h, self.eps);
+            std::mem::swap(&mut x, &mut scratch);
+
+            self.dense(&x, tokens, &layer.intermediate, &mut inner, threads);
+            inner
+                .par_chunks_mut(64 * intermediate)
+                .for_each(|chunk| kernels::bias_gelu(chunk, &layer.intermediate.bias));
+            self.dense(&inner, tokens, &layer.output, &mut scratch, threads);
+            Self::residual_norm(&mut scratch, &x, &layer.output.bias, &layer.output_norm, h, self.eps);
+            std::mem::swap(&mut x, &mut scratch);
+        }
+
+        lengths
+            .iter()
+            .zip(&offsets)
+            .map(|(&length, &offset)| {
+                let mut mean = vec![0.0_f32; h];
+                for token in x[offset * h..(offset + length) * h].chunks_exact(h) {
+                    for (m, v) in mean.iter_mut().zip(token) {
+                        *m += v;
+                    }
+                }
+                for m in &mut mean {
+                    *m /= length as f32;
+                }
+                mean
+            })
+            .collect()
+    }
+
+    /// `out[tokens, outputs] = input[tokens, inputs] · weight` (bias added by the caller).
+    fn dense(&self, input: &[f32], tokens: usize, layer: &Dense, out: &mut [f32], threads: usize) {
+        matmul(
+            input,
+            View::dense(0, tokens, layer.inputs),
+            &layer.weight,
+            View::dense(0, layer.inputs, layer.outputs),
+            out,
+            View::dense(0, tokens, layer.outputs),
+            1.0,
+            false,
+            threads,
+        );
+    }
+
+    fn residual_norm(x: &mut [f32], residual: &[f32], bias: &[f32], norm: &Norm, h: usize, eps: f32) {
+        x.par_chunks_mut(64 * h)
+            .zip(residual.par_chunks(64 * h))
+            .for_each(|(chunk, res)| kernels::add_bias_residual_norm(chunk, res, bias, &norm.gamma, &norm.beta, eps));
+    }
+
+    /// Self-attention of every text over its own tokens; writes `context`.
+    fn attention(&self, qkv: &[f32], lengths: &[usize], offsets: &[usize], context: &mut [f32]) {
+        let h = self.hidden;
+        let head_dim = h / self.heads;
+        let scale = 1.0 / (head_dim as f32).sqrt();
+        let mut slices: Vec<&mut [f32]> = Vec::with_capacity(lengths.len());
+        let mut rest = context;
+        for &length in lengths {
+            let (head, tail) = rest.split_at_mut(length * h);
+            slices.push(head);
+            rest = tail;
+        }
+        slices.into_par_iter().zip(lengths.par_iter().zip(offsets.par_iter())).for_each(|(out, (&length, &offset))| {
+            let mut scores = vec![0.0_f32; length * length];
+            for head in 0..self.heads {
+                let q = View {
+                    offset: offset * 3 * h + head * head_dim,
+                    rows: length,
+                    cols: head_dim,
+                    row_stride: 3 * h,
+                    col_stride: 1,
+                };
+                // Kᵀ: element (d, j) is dimension d of token j.
+                let k_t = View {
+                    offset: offset * 3 * h + h + head * head_dim,
+                    rows: head_dim,
+                    cols: length,
+                    row_stride: 1,
+                    col_stride: 3 * h,
+                };
+                matmul(qkv, q, qkv, k_t, &mut scores, View::dense(0, length, length), scale, false, 1);
+                kernels::softmax_rows(&mut scores, length);
+                let v = View {
+                    offset: offset * 3 * h + 2 * h + head * head_dim,
+                    rows: length,
+                    cols: head_dim,
+                    row_stride: 3 * h,
+                    col_stride: 1,
+                };
+                let dst = View { offset: head * head_dim, rows: length, cols: head_dim, row_stride: h, col_stride: 1 };
+                matmul(&scores, View::dense(0, length, length), qkv, v, out, dst, 1.0, false, 1);
+            }
+        });
     }
 }
 
-/// Mean of the hidden states over the unmasked positions: `[batch, hidden]`.
-pub fn mean_pool(hidden: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
-    let mask3 = mask.unsqueeze(D::Minus1)?;
-    let summed = hidden.broadcast_mul(&mask3)?.sum(1)?;
-    let counts = mask.sum_keepdim(1)?.clamp(1e-9, f64::MAX)?;
-    summed.broadcast_div(&counts)
-}
-
-/// Builds `[batch, seq]` id and mask tensors from rows of token ids, padding
-/// with id 0 to the longest row.
-pub fn batch_tensors(rows: &[Vec<u32>], device: &Device) -> candle_core::Result<(Tensor, Tensor)> {
-    let seq = rows.iter().map(Vec::len).max().unwrap_or(0).max(1);
-    let mut ids = Vec::with_capacity(rows.len() * seq);
-    let mut mask = Vec::with_capacity(rows.len() * seq);
-    for row in rows {
-        ids.extend_from_slice(row);
-        mask.extend(std::iter::repeat_n(1.0_f32, row.len()));
-        ids.extend(std::iter::repeat_n(0, seq - row.len()));
-        mask.extend(std::iter::repeat_n(0.0_f32, seq - row.len()));
-    }
-    let ids = Tensor::from_vec(ids, (rows.len(), seq), device)?;
-    let mask = Tensor::from_vec(mask, (rows.len(), seq), device)?.to_dtype(DType::F32)?;
-    Ok((ids, mask))
+/// Loads weights from safetensors bytes.
+pub fn load_bert(weights: Vec<u8>, config: &BertConfig) -> candle_core::Result<Bert> {
+    let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)?;
+    Bert::load(vb, config)
 }

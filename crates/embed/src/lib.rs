@@ -20,10 +20,12 @@
 
 pub mod bert;
 pub mod files;
+pub mod kernels;
 pub mod minilm;
 pub mod pca;
 pub mod resilient;
 pub mod static_model;
+pub mod wordpiece;
 
 #[cfg(feature = "remote")]
 pub mod remote;

@@ -15,12 +15,13 @@ use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
 use mempalace_core::vector::normalize;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use tokenizers::Tokenizer;
 
 use crate::files::{MINILM_ID, MINILM_SAFETENSORS_SHA256};
-use crate::minilm::{MiniLm, load_tokenizer};
+use crate::minilm::MiniLm;
 use crate::pca::Pca;
+use crate::wordpiece::WordPiece;
 use crate::{EmbedError, EmbedResult, Embedder};
 
 /// Default output width (model2vec's default `pca_dims`).
@@ -29,8 +30,8 @@ pub const DEFAULT_DIMS: usize = 256;
 pub const SIF_COEFFICIENT: f64 = 1e-4;
 /// Longest input in tokens.
 pub const MAX_TOKENS: usize = 512;
-/// Rows per forward pass while distilling (each row is three tokens).
-const DISTILL_BATCH: usize = 512;
+/// Vocabulary ids per call while distilling (each row is three tokens).
+const DISTILL_BATCH: usize = 2_048;
 
 /// `config.json` of a static model folder.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -60,8 +61,7 @@ pub fn static_model_id(dims: usize) -> String {
 pub struct StaticModel {
     table: Vec<f32>,
     config: StaticConfig,
-    tokenizer: Tokenizer,
-    unk_id: Option<u32>,
+    tokenizer: WordPiece,
 }
 
 impl StaticModel {
@@ -99,9 +99,8 @@ impl StaticModel {
         if !folder.join("tokenizer.json").is_file() {
             return Err(missing("tokenizer.json"));
         }
-        let tokenizer = load_tokenizer(&folder.join("tokenizer.json"), MAX_TOKENS)?;
-        let unk_id = tokenizer.token_to_id("[UNK]");
-        Ok(Self { table, config, tokenizer, unk_id })
+        let tokenizer = WordPiece::from_tokenizer_json(&folder.join("tokenizer.json"))?;
+        Ok(Self { table, config, tokenizer })
     }
 
     /// The folder's configuration.
@@ -114,7 +113,7 @@ impl StaticModel {
         let mut sum = vec![0.0_f32; dim];
         let mut count = 0_usize;
         for &id in ids {
-            if Some(id) == self.unk_id {
+            if id == self.tokenizer.unk_id() {
                 continue;
             }
             let start = id as usize * dim;
@@ -141,11 +140,11 @@ impl Embedder for StaticModel {
     }
 
     fn embed_batch(&self, texts: &[&str]) -> EmbedResult<Vec<Vec<f32>>> {
-        let encodings = self
-            .tokenizer
-            .encode_batch_fast(texts.to_vec(), false)
-            .map_err(|error| EmbedError::Inference(error.to_string()))?;
-        Ok(encodings.iter().map(|encoding| self.embed_ids(encoding.get_ids())).collect())
+        // Small batches are not worth a thread hand-off.
+        if texts.len() < 64 {
+            return Ok(texts.iter().map(|text| self.embed_ids(&self.tokenizer.encode(text, MAX_TOKENS))).collect());
+        }
+        Ok(texts.par_iter().map(|text| self.embed_ids(&self.tokenizer.encode(text, MAX_TOKENS))).collect())
     }
 }
 
@@ -169,16 +168,16 @@ pub struct DistillReport {
 pub fn distill(minilm: &MiniLm, tokenizer_json: &Path, dims: usize, out: &Path) -> EmbedResult<DistillReport> {
     let started = std::time::Instant::now();
     let tokenizer = minilm.tokenizer();
-    let vocab_size = tokenizer.get_vocab_size(true);
-    let cls = tokenizer.token_to_id("[CLS]").ok_or_else(|| EmbedError::ModelInvalid("no [CLS] token".to_string()))?;
-    let sep = tokenizer.token_to_id("[SEP]").ok_or_else(|| EmbedError::ModelInvalid("no [SEP] token".to_string()))?;
-    let is_unused = |id: u32| tokenizer.id_to_token(id).is_some_and(|token| token.starts_with("[unused"));
+    let vocab_size = tokenizer.vocab_size();
+    let (cls, sep) = (tokenizer.cls_id(), tokenizer.sep_id());
+    let unused = tokenizer.unused_ids();
+    let is_unused = |id: u32| unused.binary_search(&id).is_ok();
 
     let mut vectors: Vec<Vec<f32>> = Vec::with_capacity(vocab_size);
     let ids: Vec<u32> = (0..vocab_size as u32).collect();
     for chunk in ids.chunks(DISTILL_BATCH) {
         let rows: Vec<Vec<u32>> = chunk.iter().map(|&id| vec![cls, id, sep]).collect();
-        vectors.extend(minilm.pooled_with_batch(&rows, DISTILL_BATCH)?);
+        vectors.extend(minilm.pooled(&rows)?);
         tracing::debug!(done = vectors.len(), vocab_size, "distilling token vectors");
     }
     let fitted_rows: Vec<Vec<f32>> =

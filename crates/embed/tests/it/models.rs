@@ -156,3 +156,76 @@ fn static_model_handles_empty_and_unknown_text() {
     assert!(vectors[0].iter().all(|x| *x == 0.0));
     assert!((mempalace_core::vector::norm(&vectors[2]) - 1.0).abs() < 1e-5);
 }
+
+fn hf_tokenizer() -> tokenizers::Tokenizer {
+    let mut tokenizer = tokenizers::Tokenizer::from_file(minilm_dir(&model_root()).join("tokenizer.json")).unwrap();
+    tokenizer.with_truncation(None).unwrap();
+    tokenizer.with_padding(None);
+    tokenizer
+}
+
+fn our_tokenizer() -> mempalace_embed::wordpiece::WordPiece {
+    mempalace_embed::wordpiece::WordPiece::from_tokenizer_json(&minilm_dir(&model_root()).join("tokenizer.json"))
+        .unwrap()
+}
+
+fn shared_texts() -> Vec<String> {
+    let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
+    let mut texts = Vec::new();
+    for entry in std::fs::read_dir(shared.join("spec/seeds")).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        texts.extend(text.lines().filter(|l| !l.trim().is_empty()).map(str::to_string));
+    }
+    let locomo: Value =
+        serde_json::from_str(&std::fs::read_to_string(shared.join("bench/locomo/locomo-dev.json")).unwrap()).unwrap();
+    for conversation in locomo.as_array().unwrap() {
+        for (key, turns) in conversation["conversation"].as_object().unwrap() {
+            if key.starts_with("session_") && !key.ends_with("date_time") {
+                for turn in turns.as_array().into_iter().flatten() {
+                    texts.extend(turn["text"].as_str().map(str::to_string));
+                }
+            }
+        }
+    }
+    texts
+}
+
+/// Our WordPiece implementation reproduces the Hugging Face tokenizer on
+/// every line of real text in ../shared (seeds, LoCoMo) and the reference inputs.
+#[test]
+fn wordpiece_matches_hugging_face_on_real_text() {
+    let (hf, ours) = (hf_tokenizer(), our_tokenizer());
+    let mut texts = shared_texts();
+    texts.extend(PARAPHRASES.iter().flat_map(|(a, b)| [a.to_string(), b.to_string()]));
+    texts.extend(
+        ["用户喜欢深色模式和向量搜索", "Café déjà vu: naïve résumé coördination", "", "İstanbul ﬁle Ǆ ᾨ"]
+            .map(String::from),
+    );
+    assert!(texts.len() > 1_000, "{}", texts.len());
+    for text in &texts {
+        let expected = hf.encode(text.as_str(), false).unwrap().get_ids().to_vec();
+        assert_eq!(ours.encode(text, usize::MAX), expected, "{text:?}");
+    }
+    // With special tokens and truncation, as MiniLM sees text.
+    let long = "memory palace drawer wing room hall ".repeat(80);
+    let mut truncating = hf_tokenizer();
+    truncating.with_truncation(Some(tokenizers::TruncationParams { max_length: 256, ..Default::default() })).unwrap();
+    assert_eq!(
+        ours.encode_with_special(&long, 256),
+        truncating.encode(long.as_str(), true).unwrap().get_ids().to_vec()
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2_000))]
+    /// …and on random text mixing scripts, accents, punctuation, controls and emoji.
+    #[test]
+    fn wordpiece_matches_hugging_face_on_random_text(
+        text in "[a-zA-Z0-9 .,;:!?'\"()\\-_/\\\\@#$%^&*\t\n\r\u{0}-\u{1f}\u{7f}-\u{a0}àéîõüÿçñÀÉÎØßæœ\u{300}-\u{36f}İıﬁǄᾨ中文日本語한국어ひらがなカタカナ\u{200b}\u{fffd}\u{feff}😀👍🏽\u{10ffff}\u{f900}\u{2f800}]{0,80}"
+    ) {
+        static TOKENIZERS: OnceLock<(tokenizers::Tokenizer, mempalace_embed::wordpiece::WordPiece)> = OnceLock::new();
+        let (hf, ours) = TOKENIZERS.get_or_init(|| (hf_tokenizer(), our_tokenizer()));
+        let expected = hf.encode(text.as_str(), false).unwrap().get_ids().to_vec();
+        proptest::prop_assert_eq!(ours.encode(&text, usize::MAX), expected, "{:?}", text);
+    }
+}

@@ -1,0 +1,171 @@
+//! The embedding benchmark (issue 3): throughput on real 800-character prose
+//! chunks for each local provider, single short-query latency, and peak RSS
+//! while embedding 10,000 chunks (measured in a child process so the
+//! number is that of embedding alone).
+//!
+//! Prose comes from `../shared`: the spec and seed documents and the LoCoMo
+//! conversations, read in place (never copied into the repository).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context as _, Result, bail};
+use mempalace_embed::Embedder;
+use mempalace_embed::files::{minilm_dir, static_dir};
+use mempalace_embed::minilm::MiniLm;
+use mempalace_embed::static_model::StaticModel;
+use serde_json::{Value, json};
+
+use crate::report::summarize;
+
+/// Splits text into chunks of about `size` characters at whitespace.
+fn chunk(text: &str, size: usize, out: &mut Vec<String>) {
+    let mut current = String::new();
+    for word in text.split_whitespace() {
+        if current.len() + word.len() + 1 > size && !current.is_empty() {
+            out.push(std::mem::take(&mut current));
+        }
+        if !current.is_empty() {
+            current.push(' ');
+        }
+        current.push_str(word);
+    }
+    if current.len() > size / 2 {
+        out.push(current);
+    }
+}
+
+/// Real prose chunks of about 800 characters, at least `n` of them (cycled
+/// with a numeric prefix when the sources are shorter).
+pub fn prose_chunks(shared: &Path, n: usize) -> Result<Vec<String>> {
+    let mut chunks = Vec::new();
+    let spec = shared.join("spec");
+    let mut documents: Vec<PathBuf> = vec![spec.join("SPEC.md"), spec.join("STYLE.md")];
+    let mut seeds: Vec<PathBuf> = std::fs::read_dir(spec.join("seeds"))
+        .with_context(|| format!("reading {}", spec.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    seeds.sort();
+    documents.extend(seeds);
+    for path in documents {
+        chunk(
+            &std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?,
+            800,
+            &mut chunks,
+        );
+    }
+    let locomo: Value = serde_json::from_str(
+        &std::fs::read_to_string(shared.join("bench/locomo/locomo-dev.json")).context("reading LoCoMo")?,
+    )?;
+    let mut dialogue = String::new();
+    for conversation in locomo.as_array().into_iter().flatten() {
+        let Some(sessions) = conversation["conversation"].as_object() else { continue };
+        for (key, turns) in sessions {
+            if !key.starts_with("session_") || key.ends_with("date_time") {
+                continue;
+            }
+            for turn in turns.as_array().into_iter().flatten() {
+                if let (Some(speaker), Some(text)) = (turn["speaker"].as_str(), turn["text"].as_str()) {
+                    dialogue.push_str(&format!("{speaker}: {text} "));
+                }
+            }
+        }
+    }
+    chunk(&dialogue, 800, &mut chunks);
+    if chunks.is_empty() {
+        bail!("no prose found under {}", shared.display());
+    }
+    let base = chunks.len();
+    let mut index = 0;
+    while chunks.len() < n {
+        let text = format!("({index}) {}", &chunks[index % base]);
+        chunks.push(text.chars().take(800).collect());
+        index += 1;
+    }
+    chunks.truncate(n.max(base.min(n)));
+    Ok(chunks)
+}
+
+fn throughput(embedder: &dyn Embedder, chunks: &[String], batch: usize) -> Result<f64> {
+    let refs: Vec<&str> = chunks.iter().map(String::as_str).collect();
+    // Warm-up outside the timing.
+    embedder.embed_batch(&refs[..refs.len().min(8)])?;
+    let started = Instant::now();
+    for part in refs.chunks(batch) {
+        embedder.embed_batch(part)?;
+    }
+    Ok(chunks.len() as f64 / started.elapsed().as_secs_f64())
+}
+
+fn query_latency(embedder: &dyn Embedder, runs: usize) -> Result<Value> {
+    let queries = ["what database did we pick", "gripper force", "who prefers dark mode", "deployment failure cause"];
+    embedder.embed_one("warm up")?;
+    let mut samples = Vec::with_capacity(runs);
+    for i in 0..runs {
+        let started = Instant::now();
+        embedder.embed_one(queries[i % queries.len()])?;
+        samples.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(summarize(&samples))
+}
+
+/// Peak resident memory of this process, in MiB (Linux `VmHWM`).
+pub fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// Runs in a child process: embeds `n` chunks with MiniLM in batches and
+/// prints `{"peak_rss_mib": …, "chunks_per_s": …}`.
+pub fn rss_child(models: &Path, shared: &Path, n: usize) -> Result<Value> {
+    let chunks = prose_chunks(shared, n)?;
+    let model = MiniLm::load(&minilm_dir(models))?;
+    let rate = throughput(&model, &chunks, 256)?;
+    Ok(json!({"chunks": n, "chunks_per_s": rate, "peak_rss_mib": peak_rss_mib()}))
+}
+
+/// Runs the benchmark; returns (summary, samples).
+pub fn run(models: &Path, shared: &Path, chunks_n: usize, rss_chunks: usize) -> Result<(Value, Value)> {
+    let chunks = prose_chunks(shared, chunks_n)?;
+    let mean_chars = chunks.iter().map(|c| c.chars().count()).sum::<usize>() as f64 / chunks.len() as f64;
+    let minilm = MiniLm::load(&minilm_dir(models))?;
+    let token_counts: Vec<usize> =
+        minilm.tokenize(&chunks.iter().map(String::as_str).collect::<Vec<_>>()).iter().map(Vec::len).collect();
+    let mean_tokens = token_counts.iter().sum::<usize>() as f64 / token_counts.len() as f64;
+    let minilm_rate = throughput(&minilm, &chunks, 64)?;
+    let minilm_query = query_latency(&minilm, 50)?;
+    let static_model = StaticModel::load(&static_dir(models))?;
+    let static_chunks = prose_chunks(shared, 20_000)?;
+    let static_rate = throughput(&static_model, &static_chunks, 1_000)?;
+    let static_query = query_latency(&static_model, 200)?;
+
+    let exe = std::env::current_exe()?;
+    let output = Command::new(exe)
+        .args(["embed-rss", "--models"])
+        .arg(models)
+        .arg("--shared")
+        .arg(shared)
+        .args(["--chunks", &rss_chunks.to_string()])
+        .output()
+        .context("running the RSS child")?;
+    if !output.status.success() {
+        bail!("RSS child failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    let rss: Value = serde_json::from_slice(&output.stdout).context("RSS child output")?;
+    let summary = json!({
+        "chunks": chunks.len(),
+        "mean_chars": mean_chars,
+        "mean_tokens_minilm": mean_tokens,
+        "minilm_f32_chunks_per_s": minilm_rate,
+        "minilm_query_ms": minilm_query,
+        "static_chunks_per_s": static_rate,
+        "static_query_ms": static_query,
+        "speedup_static_over_minilm": static_rate / minilm_rate,
+        "minilm_10k": rss,
+        "threads": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+    });
+    Ok((summary.clone(), summary))
+}
