@@ -13,7 +13,7 @@ use std::time::Instant;
 use anyhow::{Context as _, Result, bail};
 use mempalace_embed::Embedder;
 use mempalace_embed::files::{minilm_dir, static_dir};
-use mempalace_embed::minilm::MiniLm;
+use mempalace_embed::minilm::{MiniLm, Precision};
 use mempalace_embed::static_model::StaticModel;
 use serde_json::{Value, json};
 
@@ -122,7 +122,8 @@ pub fn peak_rss_mib() -> Option<f64> {
 /// prints `{"peak_rss_mib": …, "chunks_per_s": …}`.
 pub fn rss_child(models: &Path, shared: &Path, n: usize) -> Result<Value> {
     let chunks = prose_chunks(shared, n)?;
-    let model = MiniLm::load(&minilm_dir(models))?;
+    let precision = if std::env::var_os("MEMPALACE_BENCH_INT8").is_some() { Precision::Int8 } else { Precision::F32 };
+    let model = MiniLm::load_with(&minilm_dir(models), precision)?;
     let rate = throughput(&model, &chunks, 256)?;
     Ok(json!({"chunks": n, "chunks_per_s": rate, "peak_rss_mib": peak_rss_mib()}))
 }
@@ -137,6 +138,16 @@ pub fn run(models: &Path, shared: &Path, chunks_n: usize, rss_chunks: usize) -> 
     let mean_tokens = token_counts.iter().sum::<usize>() as f64 / token_counts.len() as f64;
     let minilm_rate = throughput(&minilm, &chunks, 64)?;
     let minilm_query = query_latency(&minilm, 50)?;
+    let int8 = MiniLm::load_with(&minilm_dir(models), Precision::Int8)?;
+    let int8_rate = throughput(&int8, &chunks, 64)?;
+    let int8_query = query_latency(&int8, 50)?;
+    let sample: Vec<&str> = chunks.iter().take(200).map(String::as_str).collect();
+    let f32_vectors = minilm.embed_batch(&sample)?;
+    let int8_vectors = int8.embed_batch(&sample)?;
+    let cosines: Vec<f32> =
+        f32_vectors.iter().zip(&int8_vectors).map(|(a, b)| mempalace_core::vector::cosine(a, b)).collect();
+    let int8_cosine_min = cosines.iter().copied().fold(f32::INFINITY, f32::min);
+    let int8_cosine_mean = cosines.iter().sum::<f32>() / cosines.len() as f32;
     let static_model = StaticModel::load(&static_dir(models))?;
     let static_chunks = prose_chunks(shared, 20_000)?;
     let static_rate = throughput(&static_model, &static_chunks, 1_000)?;
@@ -161,6 +172,9 @@ pub fn run(models: &Path, shared: &Path, chunks_n: usize, rss_chunks: usize) -> 
         "mean_tokens_minilm": mean_tokens,
         "minilm_f32_chunks_per_s": minilm_rate,
         "minilm_query_ms": minilm_query,
+        "minilm_int8_chunks_per_s": int8_rate,
+        "minilm_int8_query_ms": int8_query,
+        "int8_vs_f32_cosine": {"min": int8_cosine_min, "mean": int8_cosine_mean, "n": cosines.len()},
         "static_chunks_per_s": static_rate,
         "static_query_ms": static_query,
         "speedup_static_over_minilm": static_rate / minilm_rate,

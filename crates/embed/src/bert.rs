@@ -17,7 +17,7 @@ use candle_nn::VarBuilder;
 use rayon::prelude::*;
 use serde::Deserialize;
 
-use crate::kernels::{self, View, matmul};
+use crate::kernels::{self, Int8Matrix, View, matmul};
 
 /// The parts of a Hugging Face `config.json` the encoder needs.
 #[derive(Debug, Clone, Deserialize)]
@@ -42,9 +42,18 @@ pub struct BertConfig {
     pub hidden_act: String,
 }
 
-/// A dense layer with its weight stored `[in, out]` (row-major).
+/// What follows a dense layer's bias.
+#[derive(Debug, Clone, Copy)]
+enum Activation {
+    None,
+    Gelu,
+}
+
+/// A dense layer with its weight stored `[in, out]` (row-major), and its
+/// int8 form once quantised.
 struct Dense {
     weight: Vec<f32>,
+    int8: Option<Int8Matrix>,
     bias: Vec<f32>,
     inputs: usize,
     outputs: usize,
@@ -91,7 +100,7 @@ fn dense_parts(vb: &VarBuilder, inputs: usize, outputs: usize) -> candle_core::R
 
 fn dense(vb: &VarBuilder, inputs: usize, outputs: usize) -> candle_core::Result<Dense> {
     let (weight, bias) = dense_parts(vb, inputs, outputs)?;
-    Ok(Dense { weight, bias, inputs, outputs })
+    Ok(Dense { weight, int8: None, bias, inputs, outputs })
 }
 
 fn norm(vb: &VarBuilder, size: usize) -> candle_core::Result<Norm> {
@@ -106,7 +115,7 @@ impl Bert {
         if config.hidden_act != "gelu" {
             candle_core::bail!("unsupported activation {:?}; only \"gelu\" is implemented", config.hidden_act);
         }
-        if config.hidden_size % config.num_attention_heads != 0 {
+        if !config.hidden_size.is_multiple_of(config.num_attention_heads) {
             candle_core::bail!("hidden size is not a multiple of the head count");
         }
         let vb = if vb.contains_tensor("embeddings.word_embeddings.weight") { vb } else { vb.pp("bert") };
@@ -129,7 +138,7 @@ impl Bert {
             }
             let bias = [qb, kb, vb_].concat();
             layers.push(Layer {
-                qkv: Dense { weight, bias, inputs: hidden, outputs: 3 * hidden },
+                qkv: Dense { weight, int8: None, bias, inputs: hidden, outputs: 3 * hidden },
                 attention_output: dense(&attention.pp("output.dense"), hidden, hidden)?,
                 attention_norm: norm(&attention.pp("output.LayerNorm"), hidden)?,
                 intermediate: dense(&layer.pp("intermediate.dense"), hidden, config.intermediate_size)?,
@@ -154,6 +163,17 @@ impl Bert {
             max_positions: config.max_position_embeddings,
             eps: config.layer_norm_eps as f32,
         })
+    }
+
+    /// Quantises every dense layer to int8 (per-column weights, per-token
+    /// activations at run time). Attention stays f32. Frees the f32 weights.
+    pub fn quantize_int8(&mut self) {
+        for layer in &mut self.layers {
+            for dense in [&mut layer.qkv, &mut layer.attention_output, &mut layer.intermediate, &mut layer.output] {
+                dense.int8 = Some(Int8Matrix::quantize(&dense.weight, dense.inputs, dense.outputs));
+                dense.weight = Vec::new();
+            }
+        }
     }
 
     /// Hidden width.
@@ -204,18 +224,14 @@ impl Bert {
         let mut scratch = vec![0.0_f32; tokens * h];
         let mut inner = vec![0.0_f32; tokens * intermediate];
         for layer in &self.layers {
-            self.dense(&x, tokens, &layer.qkv, &mut qkv, threads);
-            qkv.par_chunks_mut(64 * 3 * h).for_each(|chunk| kernels::add_bias(chunk, &layer.qkv.bias));
+            self.dense_then(&x, tokens, &layer.qkv, &mut qkv, threads, Activation::None);
             self.attention(&qkv, &lengths, &offsets, &mut context);
 
             self.dense(&context, tokens, &layer.attention_output, &mut scratch, threads);
             Self::residual_norm(&mut scratch, &x, &layer.attention_output.bias, &layer.attention_norm, h, self.eps);
             std::mem::swap(&mut x, &mut scratch);
 
-            self.dense(&x, tokens, &layer.intermediate, &mut inner, threads);
-            inner
-                .par_chunks_mut(64 * intermediate)
-                .for_each(|chunk| kernels::bias_gelu(chunk, &layer.intermediate.bias));
+            self.dense_then(&x, tokens, &layer.intermediate, &mut inner, threads, Activation::Gelu);
             self.dense(&inner, tokens, &layer.output, &mut scratch, threads);
             Self::residual_norm(&mut scratch, &x, &layer.output.bias, &layer.output_norm, h, self.eps);
             std::mem::swap(&mut x, &mut scratch);
@@ -239,8 +255,39 @@ impl Bert {
             .collect()
     }
 
+    /// `out = activation(input · weight + bias)`; the int8 path does the
+    /// bias and activation while each row is still in cache.
+    fn dense_then(
+        &self,
+        input: &[f32],
+        tokens: usize,
+        layer: &Dense,
+        out: &mut [f32],
+        threads: usize,
+        act: Activation,
+    ) {
+        if let Some(int8) = &layer.int8 {
+            let epilogue = match act {
+                Activation::None => kernels::Epilogue::Bias(&layer.bias),
+                Activation::Gelu => kernels::Epilogue::BiasGelu(&layer.bias),
+            };
+            kernels::int8_matmul_then(input, tokens, int8, out, threads, epilogue);
+            return;
+        }
+        self.dense(input, tokens, layer, out, threads);
+        let width = layer.outputs;
+        match act {
+            Activation::None => out.par_chunks_mut(64 * width).for_each(|chunk| kernels::add_bias(chunk, &layer.bias)),
+            Activation::Gelu => out.par_chunks_mut(64 * width).for_each(|chunk| kernels::bias_gelu(chunk, &layer.bias)),
+        }
+    }
+
     /// `out[tokens, outputs] = input[tokens, inputs] · weight` (bias added by the caller).
     fn dense(&self, input: &[f32], tokens: usize, layer: &Dense, out: &mut [f32], threads: usize) {
+        if let Some(int8) = &layer.int8 {
+            kernels::int8_matmul(input, tokens, int8, out, threads);
+            return;
+        }
         matmul(
             input,
             View::dense(0, tokens, layer.inputs),

@@ -224,10 +224,21 @@ fn sum_of(row: &[f32]) -> f32 {
 pub fn softmax_rows(x: &mut [f32], width: usize) {
     for row in x.chunks_exact_mut(width) {
         let max = max_of(row);
-        for value in row.iter_mut() {
-            *value = fast_exp(*value - max);
+        // Exponentiate and sum in one pass, with independent lane sums.
+        let mut lanes = [0.0_f32; LANES];
+        let mut chunks = row.chunks_exact_mut(LANES);
+        for chunk in &mut chunks {
+            for (lane, value) in lanes.iter_mut().zip(chunk.iter_mut()) {
+                *value = fast_exp(*value - max);
+                *lane += *value;
+            }
         }
-        let inv = 1.0 / sum_of(row);
+        let mut sum = 0.0_f32;
+        for value in chunks.into_remainder() {
+            *value = fast_exp(*value - max);
+            sum += *value;
+        }
+        let inv = 1.0 / (sum + lanes.iter().sum::<f32>());
         for value in row.iter_mut() {
             *value *= inv;
         }
@@ -310,5 +321,312 @@ mod tests {
         layer_norm(&mut y, &[1.0; 4], &[0.0; 4], 1e-12);
         assert!(y.iter().sum::<f32>().abs() < 1e-5);
         assert!((y.iter().map(|v| v * v).sum::<f32>() / 4.0 - 1.0).abs() < 1e-4);
+    }
+}
+
+/// A weight matrix `[k, n]` quantised to int8 per output column (symmetric:
+/// `w ≈ q · scale[n]`), packed for the AVX-512 VNNI kernel: for each group of
+/// four rows of `k` and sixteen columns, 64 bytes where column `j`'s four
+/// values are adjacent (the operand layout of `vpdpbusd`).
+#[derive(Debug, Clone)]
+pub struct Int8Matrix {
+    k: usize,
+    n: usize,
+    packed: Vec<i8>,
+    scales: Vec<f32>,
+    /// Σ_k q[k][n], to undo the +128 offset of the unsigned activations.
+    column_sums: Vec<i32>,
+}
+
+impl Int8Matrix {
+    /// Quantises a row-major `[k, n]` matrix. `k` must be a multiple of 4
+    /// and `n` of 64 (true for every MiniLM dense layer).
+    pub fn quantize(weight: &[f32], k: usize, n: usize) -> Self {
+        assert!(k.is_multiple_of(4) && n.is_multiple_of(64), "int8 layout needs k % 4 == 0 and n % 64 == 0");
+        assert_eq!(weight.len(), k * n);
+        let mut scales = vec![0.0_f32; n];
+        for row in weight.chunks_exact(n) {
+            for (scale, &w) in scales.iter_mut().zip(row) {
+                *scale = scale.max(w.abs());
+            }
+        }
+        for scale in &mut scales {
+            *scale = if *scale > 0.0 { *scale / 127.0 } else { 1.0 };
+        }
+        let mut packed = vec![0_i8; k * n];
+        let mut column_sums = vec![0_i32; n];
+        for kk in 0..k {
+            for j in 0..n {
+                let q = (weight[kk * n + j] / scales[j]).round().clamp(-127.0, 127.0) as i8;
+                column_sums[j] += i32::from(q);
+                packed[packed_index(kk, j, k)] = q;
+            }
+        }
+        Self { k, n, packed, scales, column_sums }
+    }
+
+    /// Rows (input width).
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// Columns (output width).
+    pub fn n(&self) -> usize {
+        self.n
+    }
+}
+
+/// Whether this CPU has the AVX-512 VNNI instructions the int8 path needs.
+pub fn has_vnni() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vnni")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Position of weight (kk, j) in the packed layout: columns in blocks of 64
+/// (four vectors of 16); within a block, for each group of four `k`, 256
+/// contiguous bytes (column-major within a vector: column `j`'s four values
+/// adjacent). The kernel then streams each block's weights sequentially.
+fn packed_index(kk: usize, j: usize, k: usize) -> usize {
+    let (group, byte) = (kk / 4, kk % 4);
+    let (block64, vector, lane) = (j / 64, (j % 64) / 16, j % 16);
+    ((block64 * (k / 4) + group) * 4 + vector) * 64 + lane * 4 + byte
+}
+
+/// Rows of activations handled together by the kernel.
+const INT8_ROWS: usize = 6;
+
+/// `out[rows, n] = x[rows, k] · W` with `W` int8 and `x` quantised on the fly
+/// per row (symmetric, stored as `u8 = q + 128`). Uses AVX-512 VNNI when
+/// present, a portable loop otherwise (same result, much slower).
+pub fn int8_matmul(x: &[f32], rows: usize, w: &Int8Matrix, out: &mut [f32], threads: usize) {
+    int8_matmul_then(x, rows, w, out, threads, Epilogue::None);
+}
+
+/// What to apply to each output row right after dequantising it, while it
+/// is still in cache.
+#[derive(Debug, Clone, Copy)]
+pub enum Epilogue<'a> {
+    /// Nothing.
+    None,
+    /// Add a bias.
+    Bias(&'a [f32]),
+    /// Add a bias and apply the exact GELU.
+    BiasGelu(&'a [f32]),
+}
+
+/// [`int8_matmul`] followed by an epilogue on each output row.
+pub fn int8_matmul_then(
+    x: &[f32],
+    rows: usize,
+    w: &Int8Matrix,
+    out: &mut [f32],
+    threads: usize,
+    epilogue: Epilogue<'_>,
+) {
+    use rayon::prelude::*;
+    let (k, n) = (w.k, w.n);
+    assert_eq!(x.len(), rows * k, "activation shape");
+    assert_eq!(out.len(), rows * n, "output shape");
+    let vnni = has_vnni();
+    // Rows per task: a multiple of the kernel's tile height. Each column
+    // block's weights are reused by every tile of the task while they are
+    // still in L1/L2.
+    let block_rows = INT8_ROWS * 16;
+    let work = |(block_index, out_block): (usize, &mut [f32])| {
+        let first = block_index * block_rows;
+        let count = out_block.len() / n;
+        let padded = count.div_ceil(INT8_ROWS) * INT8_ROWS;
+        let mut quantized = vec![128_u8; padded * k];
+        let mut row_scales = vec![0.0_f32; count];
+        for r in 0..count {
+            let row = &x[(first + r) * k..(first + r + 1) * k];
+            row_scales[r] = quantize_row(row, &mut quantized[r * k..(r + 1) * k]);
+        }
+        let mut accumulators = vec![0_i32; padded * n];
+        #[cfg(target_arch = "x86_64")]
+        if vnni {
+            // SAFETY: the CPU has avx512f, avx512bw and avx512vnni (checked by
+            // `has_vnni`); the kernel asserts the slice lengths it relies on.
+            unsafe { int8_kernel_vnni(&quantized, padded, k, &w.packed, n, &mut accumulators) };
+        } else {
+            int8_kernel_portable(&quantized, padded, k, &w.packed, n, &mut accumulators);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        int8_kernel_portable(&quantized, padded, k, &w.packed, n, &mut accumulators);
+        for r in 0..count {
+            let target = &mut out_block[r * n..(r + 1) * n];
+            dequantize_row(&accumulators[r * n..(r + 1) * n], &w.column_sums, &w.scales, row_scales[r], target);
+            match epilogue {
+                Epilogue::None => {}
+                Epilogue::Bias(bias) => add_bias(target, bias),
+                Epilogue::BiasGelu(bias) => bias_gelu(target, bias),
+            }
+        }
+    };
+    if threads > 1 {
+        out.par_chunks_mut(block_rows * n).enumerate().for_each(work);
+    } else {
+        out.chunks_mut(block_rows * n).enumerate().for_each(work);
+    }
+}
+
+/// Quantises one row symmetrically to `u8 = round(v / scale) + 128`;
+/// returns the scale (`max |v| / 127`).
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx512dq+avx512bw", "x86_64+avx2+fma"))]
+fn quantize_row(row: &[f32], out: &mut [u8]) -> f32 {
+    let mut lanes = [0.0_f32; LANES];
+    let chunks = row.chunks_exact(LANES);
+    let mut max = chunks.remainder().iter().fold(0.0_f32, |m, v| m.max(v.abs()));
+    for chunk in chunks {
+        for (lane, v) in lanes.iter_mut().zip(chunk) {
+            let a = v.abs();
+            *lane = if a > *lane { a } else { *lane };
+        }
+    }
+    max = lanes.iter().fold(max, |m, &v| m.max(v));
+    let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+    let inv = 1.0 / scale;
+    // 128 + round(v/scale) lands in the low mantissa bits of this sum (the
+    // 1.5·2^23 trick); truncating the bits to u8 is a vector shuffle, where
+    // a float-to-int cast would be scalarised.
+    const MAGIC: f32 = 12_582_912.0 + 128.0;
+    for (q, &v) in out.iter_mut().zip(row) {
+        *q = ((v * inv).clamp(-127.0, 127.0) + MAGIC).to_bits() as u8;
+    }
+    scale
+}
+
+/// `out[j] = (acc[j] − 128·column_sums[j]) · row_scale · scales[j]`.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx512dq", "x86_64+avx2+fma"))]
+fn dequantize_row(acc: &[i32], column_sums: &[i32], scales: &[f32], row_scale: f32, out: &mut [f32]) {
+    for (((o, &a), &sum), &scale) in out.iter_mut().zip(acc).zip(column_sums).zip(scales) {
+        *o = (a - 128 * sum) as f32 * row_scale * scale;
+    }
+}
+
+/// Reference kernel: `acc[r][j] = Σ_k a[r][k] · q[k][j]` for `rows` rows.
+fn int8_kernel_portable(a: &[u8], rows: usize, k: usize, packed: &[i8], n: usize, acc: &mut [i32]) {
+    acc.fill(0);
+    for r in 0..rows {
+        for kk in 0..k {
+            let av = i32::from(a[r * k + kk]);
+            for j in 0..n {
+                acc[r * n + j] += av * i32::from(packed[packed_index(kk, j, k)]);
+            }
+        }
+    }
+}
+
+/// The VNNI kernel: for each block of 64 columns, every tile of six rows of
+/// `a` (so the block's weights are reused while cached), 24 accumulators
+/// held in registers (of 32; with four weight vectors and one broadcast),
+/// one `vpdpbusd` per (row, 16 columns) per step of four `k` values. `rows`
+/// must be a multiple of 6, `n` of 64, `k` of 4.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn int8_kernel_vnni(a: &[u8], rows: usize, k: usize, packed: &[i8], n: usize, acc: &mut [i32]) {
+    use std::arch::x86_64::*;
+    assert!(n.is_multiple_of(64) && k.is_multiple_of(4) && rows.is_multiple_of(INT8_ROWS), "VNNI kernel shape");
+    assert!(a.len() >= rows * k && packed.len() >= k * n && acc.len() >= rows * n);
+    for block in (0..n / 16).step_by(4) {
+        // This block's weights: k/4 groups of 256 contiguous bytes.
+        let block_weights = packed.as_ptr().wrapping_add((block / 4) * (k / 4) * 256);
+        for tile in (0..rows).step_by(INT8_ROWS) {
+            let row_ptrs: [*const u8; INT8_ROWS] = std::array::from_fn(|r| a.as_ptr().wrapping_add((tile + r) * k));
+            let mut c = [[_mm512_setzero_si512(); 4]; INT8_ROWS];
+            let mut weights_ptr = block_weights;
+            for group in 0..k / 4 {
+                // SAFETY: weights_ptr + 256 ≤ packed end (block/4 < n/64 and
+                // group < k/4); each row pointer + group·4 + 4 ≤ a's end
+                // (tile + r < rows).
+                unsafe {
+                    let w0 = _mm512_loadu_si512(weights_ptr.cast());
+                    let w1 = _mm512_loadu_si512(weights_ptr.add(64).cast());
+                    let w2 = _mm512_loadu_si512(weights_ptr.add(128).cast());
+                    let w3 = _mm512_loadu_si512(weights_ptr.add(192).cast());
+                    for (r, row) in row_ptrs.iter().enumerate() {
+                        let four = std::ptr::read_unaligned(row.add(group * 4).cast::<i32>());
+                        let broadcast = _mm512_set1_epi32(four);
+                        c[r][0] = _mm512_dpbusd_epi32(c[r][0], broadcast, w0);
+                        c[r][1] = _mm512_dpbusd_epi32(c[r][1], broadcast, w1);
+                        c[r][2] = _mm512_dpbusd_epi32(c[r][2], broadcast, w2);
+                        c[r][3] = _mm512_dpbusd_epi32(c[r][3], broadcast, w3);
+                    }
+                    weights_ptr = weights_ptr.add(256);
+                }
+            }
+            for (r, row_sums) in c.iter().enumerate() {
+                for (col, sum) in row_sums.iter().enumerate() {
+                    let offset = (tile + r) * n + (block + col) * 16;
+                    // SAFETY: offset + 16 ≤ rows·n ≤ acc.len().
+                    unsafe { _mm512_storeu_si512(acc.as_mut_ptr().add(offset).cast(), *sum) };
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod int8_tests {
+    use super::*;
+
+    fn pseudo_random(n: usize, seed: u32) -> Vec<f32> {
+        let mut state = seed;
+        (0..n)
+            .map(|_| {
+                state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (state >> 8) as f32 / (1 << 24) as f32 * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn int8_product_is_close_to_the_f32_product() {
+        let (rows, k, n) = (37, 64, 128);
+        let x = pseudo_random(rows * k, 1);
+        let w = pseudo_random(k * n, 2);
+        let mut exact = vec![0.0; rows * n];
+        matmul(
+            &x,
+            View::dense(0, rows, k),
+            &w,
+            View::dense(0, k, n),
+            &mut exact,
+            View::dense(0, rows, n),
+            1.0,
+            false,
+            1,
+        );
+        let quantized = Int8Matrix::quantize(&w, k, n);
+        let mut approx = vec![0.0; rows * n];
+        int8_matmul(&x, rows, &quantized, &mut approx, 2);
+        let dot: f64 = exact.iter().zip(&approx).map(|(a, b)| f64::from(a * b)).sum();
+        let norms: f64 = exact.iter().map(|a| f64::from(a * a)).sum::<f64>().sqrt()
+            * approx.iter().map(|b| f64::from(b * b)).sum::<f64>().sqrt();
+        assert!(dot / norms > 0.999, "cosine {}", dot / norms);
+    }
+
+    #[test]
+    fn vnni_and_portable_kernels_agree_exactly() {
+        // The project's machines (and CI) have AVX-512 VNNI; on one without,
+        // this test cannot check the fast kernel and says so.
+        assert!(has_vnni(), "this CPU lacks AVX-512 VNNI, so the int8 kernel cannot be tested here");
+        let (k, n) = (32, 128);
+        let a: Vec<u8> = (0..INT8_ROWS * k).map(|i| (i * 37 % 256) as u8).collect();
+        let w = Int8Matrix::quantize(&pseudo_random(k * n, 3), k, n);
+        let mut portable = vec![0; INT8_ROWS * n];
+        let mut fast = vec![0; INT8_ROWS * n];
+        int8_kernel_portable(&a, INT8_ROWS, k, &w.packed, n, &mut portable);
+        // SAFETY: guarded by has_vnni above.
+        unsafe { int8_kernel_vnni(&a, INT8_ROWS, k, &w.packed, n, &mut fast) };
+        assert_eq!(portable, fast);
     }
 }

@@ -137,6 +137,8 @@ pub struct Overrides {
 pub enum EmbedderKind {
     /// all-MiniLM-L6-v2 in-process (the default).
     MiniLm,
+    /// The same model with int8 dense layers (AVX-512 VNNI), about twice as fast.
+    MiniLmInt8,
     /// The static model distilled from MiniLM.
     Static,
     /// An OpenAI-compatible endpoint.
@@ -149,11 +151,12 @@ pub enum EmbedderKind {
 
 impl EmbedderKind {
     /// Accepted spellings, for messages.
-    pub const NAMES: &'static str = "minilm, static, openai, ollama, none";
+    pub const NAMES: &'static str = "minilm, minilm-int8, static, openai, ollama, none";
 
     fn parse(text: &str, origin: &str) -> Result<Self> {
         Ok(match text.trim().to_ascii_lowercase().as_str() {
             "minilm" | "all-minilm-l6-v2" | "local" => Self::MiniLm,
+            "minilm-int8" | "int8" => Self::MiniLmInt8,
             "static" => Self::Static,
             "openai" | "openai-compatible" => Self::OpenAi,
             "ollama" => Self::Ollama,

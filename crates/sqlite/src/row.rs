@@ -40,7 +40,7 @@ pub(crate) fn vector_to_blob(vector: &[f32]) -> Vec<u8> {
 
 /// Decodes little-endian f32 bytes.
 pub(crate) fn blob_to_vector(blob: &[u8], what: &str) -> StoreResult<Vec<f32>> {
-    if blob.len() % 4 != 0 {
+    if !blob.len().is_multiple_of(4) {
         return Err(StoreError::invalid(format!(
             "{what}: vector blob of {} bytes is not a whole number of f32",
             blob.len()

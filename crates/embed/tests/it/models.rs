@@ -35,6 +35,14 @@ fn minilm() -> &'static MiniLm {
     MODEL.get_or_init(|| MiniLm::load(&minilm_dir(&model_root())).expect("load MiniLM"))
 }
 
+fn minilm_int8() -> &'static MiniLm {
+    static MODEL: OnceLock<MiniLm> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        MiniLm::load_with(&minilm_dir(&model_root()), mempalace_embed::minilm::Precision::Int8)
+            .expect("load int8 MiniLM")
+    })
+}
+
 fn static_model() -> &'static StaticModel {
     static MODEL: OnceLock<StaticModel> = OnceLock::new();
     MODEL.get_or_init(|| {
@@ -134,6 +142,19 @@ fn paraphrase_accuracy(embedder: &dyn Embedder) -> f64 {
         correct += usize::from(nearest == partner);
     }
     correct as f64 / vectors.len() as f64
+}
+
+/// The int8 path stays within cosine 0.99 of the f32 vectors (issue 3).
+#[test]
+fn int8_minilm_stays_close_to_f32() {
+    let texts: Vec<&str> = PARAPHRASES.iter().flat_map(|(a, b)| [*a, *b]).collect();
+    let exact = minilm().embed_batch(&texts).unwrap();
+    let quantized = minilm_int8().embed_batch(&texts).unwrap();
+    for ((text, a), b) in texts.iter().zip(&exact).zip(&quantized) {
+        assert!(cosine(a, b) >= 0.99, "cosine {} for {text:?}", cosine(a, b));
+    }
+    assert_eq!(minilm_int8().model_id(), "all-MiniLM-L6-v2-int8", "its vectors are never mixed with f32 ones");
+    assert!(paraphrase_accuracy(minilm_int8()) >= 0.95);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::{Result, bail};
 use mempalace_embed::Embedder;
 use mempalace_embed::files::{minilm_dir, static_dir};
-use mempalace_embed::minilm::MiniLm;
+use mempalace_embed::minilm::{MiniLm, Precision};
 use mempalace_embed::static_model::StaticModel;
 
 use crate::settings::{EmbedderKind, Settings};
@@ -19,9 +19,11 @@ use crate::settings::{EmbedderKind, Settings};
 pub fn build(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>> {
     match settings.embedder {
         EmbedderKind::None => Ok(None),
-        EmbedderKind::MiniLm => {
+        EmbedderKind::MiniLm | EmbedderKind::MiniLmInt8 => {
             let folder = minilm_dir(&settings.model_dir);
-            match MiniLm::load(&folder) {
+            let precision =
+                if settings.embedder == EmbedderKind::MiniLmInt8 { Precision::Int8 } else { Precision::F32 };
+            match MiniLm::load_with(&folder, precision) {
                 Ok(model) => Ok(Some(Arc::new(model))),
                 Err(error) => {
                     tracing::warn!(

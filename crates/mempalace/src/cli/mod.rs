@@ -51,7 +51,7 @@ pub struct GlobalArgs {
     /// ~/.local/share/mempalace/models).
     #[arg(long, global = true, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
-    /// Embedding provider: minilm (default), static, openai, ollama or none.
+    /// Embedding provider: minilm (default), minilm-int8, static, openai, ollama or none.
     #[arg(long, global = true, value_name = "NAME")]
     pub embedder: Option<String>,
     /// More log output on stderr (-v info, -vv debug). $MEMPALACE_LOG takes a
