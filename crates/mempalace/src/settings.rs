@@ -385,7 +385,7 @@ mod embedder_tests {
         let err = resolve(&env(&[("MEMPALACE_EMBEDDER", "bert")]), Some(home.path()), &Overrides::default())
             .unwrap_err()
             .to_string();
-        assert!(err.contains("bert") && err.contains("minilm, static"), "{err}");
+        assert!(err.contains("bert") && err.contains("minilm, minilm-int8, static"), "{err}");
         let err = resolve(&env(&[("MEMPALACE_EMBEDDER", "ollama")]), Some(home.path()), &Overrides::default())
             .unwrap_err()
             .to_string();
