@@ -54,11 +54,17 @@ macro_rules! vocabulary {
 }
 
 pub mod centroid;
+pub mod chunk;
+pub mod classify;
 pub mod drawer;
 pub mod error;
+pub mod filter;
+pub mod fusion;
 pub mod id;
 pub mod identity;
 pub mod kg;
+pub mod layers;
+pub mod learn;
 pub mod lexical;
 pub mod name;
 pub mod project;

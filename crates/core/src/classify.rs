@@ -1,0 +1,273 @@
+//! The heuristic memory classifier, the noise filter and the tier decision
+//! of the ingestion hot path (seed 0 §3 steps 1, 3 and 6; §4).
+//!
+//! Marker patterns, sentiment words and noise rules are data, compiled into
+//! the binary from `config/classify_patterns.json` and
+//! `config/noise_patterns.json`:
+//!
+//! * every marker of a type that matches a segment scores one point;
+//! * `length_bonus` is +2 above 500 characters, +1 above 200;
+//! * `confidence = min(1, (best + length_bonus) / 5)`;
+//! * a "problem" that carries resolution cues with non-negative sentiment
+//!   is a "milestone" (the fix is the news); ties go to the earlier type in
+//!   [`PRIORITY`]; no marker at all is a low-confidence "fact".
+//!
+//! The tier decision applies the two kill-switch gates (both 999.0 = off
+//! by default, so every drawer waits for the cold path).
+
+use std::sync::OnceLock;
+
+use regex::{Regex, RegexBuilder};
+use serde::Deserialize;
+
+use crate::drawer::{DrawerState, MemoryType, PipelineTier};
+
+/// Tie-break order between types with the same score.
+pub const PRIORITY: [MemoryType; 7] = [
+    MemoryType::Decision,
+    MemoryType::Problem,
+    MemoryType::Milestone,
+    MemoryType::Preference,
+    MemoryType::Task,
+    MemoryType::Emotional,
+    MemoryType::Fact,
+];
+
+#[derive(Deserialize)]
+struct PatternFile {
+    types: std::collections::BTreeMap<String, Vec<String>>,
+    sentiment: SentimentWords,
+    resolution_cues: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct SentimentWords {
+    positive: Vec<String>,
+    negative: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct NoiseFile {
+    min_chars: usize,
+    min_words: usize,
+    patterns: Vec<String>,
+}
+
+struct Compiled {
+    markers: Vec<(MemoryType, Vec<Regex>)>,
+    positive: Vec<String>,
+    negative: Vec<String>,
+    resolution: Vec<String>,
+    noise: Vec<Regex>,
+    noise_min_chars: usize,
+    noise_min_words: usize,
+}
+
+fn compile(pattern: &str) -> Regex {
+    RegexBuilder::new(pattern)
+        .case_insensitive(true)
+        .build()
+        .unwrap_or_else(|error| panic!("built-in pattern {pattern:?} must compile: {error}"))
+}
+
+fn compiled() -> &'static Compiled {
+    static COMPILED: OnceLock<Compiled> = OnceLock::new();
+    COMPILED.get_or_init(|| {
+        let patterns: PatternFile = serde_json::from_str(include_str!("../config/classify_patterns.json"))
+            .expect("the built-in classify_patterns.json is valid");
+        let noise: NoiseFile = serde_json::from_str(include_str!("../config/noise_patterns.json"))
+            .expect("the built-in noise_patterns.json is valid");
+        let markers = PRIORITY
+            .iter()
+            .map(|memory_type| {
+                let list = patterns.types.get(memory_type.as_str()).cloned().unwrap_or_default();
+                (*memory_type, list.iter().map(|p| compile(p)).collect())
+            })
+            .collect();
+        Compiled {
+            markers,
+            positive: patterns.sentiment.positive,
+            negative: patterns.sentiment.negative,
+            resolution: patterns.resolution_cues,
+            noise: noise.patterns.iter().map(|p| compile(&format!("^(?:{p})$"))).collect(),
+            noise_min_chars: noise.min_chars,
+            noise_min_words: noise.min_words,
+        }
+    })
+}
+
+/// Whether a message is noise not worth filing: too short, too few words,
+/// or a greeting/acknowledgement (noise_patterns.json).
+pub fn is_noise(text: &str) -> bool {
+    let rules = compiled();
+    let trimmed = text.trim();
+    if trimmed.chars().count() < rules.noise_min_chars || trimmed.split_whitespace().count() < rules.noise_min_words {
+        return true;
+    }
+    let lowered = trimmed.to_lowercase();
+    rules.noise.iter().any(|pattern| pattern.is_match(&lowered))
+}
+
+/// What the classifier concluded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Classification {
+    /// The chosen type.
+    pub memory_type: MemoryType,
+    /// `min(1, (best + length_bonus) / 5)`.
+    pub confidence: f64,
+    /// Marker hits per type, in [`PRIORITY`] order.
+    pub scores: [u32; 7],
+    /// Positive minus negative sentiment words.
+    pub sentiment: i32,
+    /// Whether the disambiguation rule changed the raw winner.
+    pub disambiguated: bool,
+}
+
+/// The length bonus of seed 0 §4.
+pub fn length_bonus(chars: usize) -> u32 {
+    if chars > 500 {
+        2
+    } else if chars > 200 {
+        1
+    } else {
+        0
+    }
+}
+
+fn count_words(lowered: &str, words: &[String]) -> i32 {
+    lowered.split(|c: char| !c.is_alphanumeric() && c != '\'').filter(|word| words.iter().any(|w| w == word)).count()
+        as i32
+}
+
+/// Classifies one segment.
+pub fn classify(text: &str) -> Classification {
+    let rules = compiled();
+    let mut scores = [0_u32; 7];
+    for (index, (_, markers)) in rules.markers.iter().enumerate() {
+        scores[index] = markers.iter().filter(|marker| marker.is_match(text)).count() as u32;
+    }
+    let lowered = text.to_lowercase();
+    let sentiment = count_words(&lowered, &rules.positive) - count_words(&lowered, &rules.negative);
+    let best_index = (0..PRIORITY.len()).fold(0, |best, index| if scores[index] > scores[best] { index } else { best });
+    let best = scores[best_index];
+    let mut memory_type = if best == 0 { MemoryType::Fact } else { PRIORITY[best_index] };
+    let mut disambiguated = false;
+    if memory_type == MemoryType::Problem
+        && sentiment >= 0
+        && rules.resolution.iter().any(|cue| lowered.contains(cue.as_str()))
+    {
+        memory_type = MemoryType::Milestone;
+        disambiguated = true;
+    }
+    let confidence = (f64::from(best + length_bonus(text.chars().count())) / 5.0).min(1.0);
+    Classification { memory_type, confidence, scores, sentiment, disambiguated }
+}
+
+/// The two phase gates (seed 0 §3 "Kill switches"): heuristic trust at or
+/// above `high`; centroid band from `low` up to `high`. 999.0 disables a gate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TierGates {
+    /// `CRAWBL_MEM_HEURISTIC_HIGH`.
+    pub high: f64,
+    /// `CRAWBL_MEM_HEURISTIC_LOW`.
+    pub low: f64,
+}
+
+impl TierGates {
+    /// The disabled value of both gates.
+    pub const DISABLED: f64 = 999.0;
+    /// Cosine to the nearest centroid needed in the centroid band (seed 0 §10).
+    pub const CENTROID_THRESHOLD: f64 = 0.85;
+}
+
+impl Default for TierGates {
+    fn default() -> Self {
+        Self { high: Self::DISABLED, low: Self::DISABLED }
+    }
+}
+
+/// Seed 0 `pickTier`: which classifier's decision stands, and whether the
+/// cold path still has to look. `centroid_similarity` is the cosine to the
+/// nearest usable centroid, when there is one.
+pub fn pick_tier(confidence: f64, gates: TierGates, centroid_similarity: Option<f64>) -> (DrawerState, PipelineTier) {
+    if confidence >= gates.high {
+        return (DrawerState::Processed, PipelineTier::Heuristic);
+    }
+    if confidence >= gates.low && centroid_similarity.is_some_and(|s| s > TierGates::CENTROID_THRESHOLD) {
+        return (DrawerState::Processed, PipelineTier::Centroid);
+    }
+    (DrawerState::Raw, PipelineTier::Llm)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labelled_examples_get_their_type() {
+        let cases = [
+            ("We decided to use PostgreSQL instead of MongoDB because transactions are simpler.", MemoryType::Decision),
+            ("I really prefer dark mode and always use tabs over spaces.", MemoryType::Preference),
+            ("We finally shipped version 2.0 to all customers today!", MemoryType::Milestone),
+            ("The deploy failed with error E4471 and the service crashed on startup.", MemoryType::Problem),
+            ("I feel so frustrated and exhausted by these flaky tests.", MemoryType::Emotional),
+            ("Alice works at Acme and lives in Berlin.", MemoryType::Fact),
+            ("TODO: need to fix the login page before Friday.", MemoryType::Task),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(classify(text).memory_type, expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_resolved_problem_is_a_milestone() {
+        let raw = classify("The login bug crashed the app.");
+        assert_eq!(raw.memory_type, MemoryType::Problem);
+        let resolved =
+            classify("The login bug is fixed: the root cause was a stale cache, it works now and I'm happy.");
+        assert_eq!(resolved.memory_type, MemoryType::Milestone);
+        assert!(resolved.disambiguated);
+    }
+
+    #[test]
+    fn confidence_follows_the_formula() {
+        let text = "We decided to use PostgreSQL instead of MongoDB.";
+        let result = classify(text);
+        let best = *result.scores.iter().max().unwrap();
+        assert_eq!(result.confidence, (f64::from(best) / 5.0).min(1.0));
+        assert_eq!(length_bonus(200), 0);
+        assert_eq!(length_bonus(201), 1);
+        assert_eq!(length_bonus(501), 2);
+        let long = format!("{text} {}", "filler words here ".repeat(40));
+        let boosted = classify(&long);
+        assert_eq!(boosted.confidence, (f64::from(best + 2) / 5.0).min(1.0));
+        let nothing = classify("Zebras graze quietly near the river bank today");
+        assert_eq!((nothing.memory_type, nothing.confidence), (MemoryType::Fact, 0.0));
+    }
+
+    #[test]
+    fn noise_is_greetings_acknowledgements_and_fragments() {
+        for noise in
+            ["hi", "Hello there!", "thanks so much", "ok", "sounds good", "lol", "good morning!", "   ", "yes."]
+        {
+            assert!(is_noise(noise), "{noise:?}");
+        }
+        for signal in ["We moved the gripper test to Tuesday.", "thanks, the fix in config.yaml solved the timeout"] {
+            assert!(!is_noise(signal), "{signal:?}");
+        }
+    }
+
+    #[test]
+    fn tier_gates_are_off_by_default_and_applied_when_set() {
+        let off = TierGates::default();
+        assert_eq!(pick_tier(1.0, off, Some(0.99)), (DrawerState::Raw, PipelineTier::Llm));
+        let on = TierGates { high: 0.8, low: 0.5 };
+        assert_eq!(pick_tier(0.8, on, None), (DrawerState::Processed, PipelineTier::Heuristic));
+        assert_eq!(pick_tier(0.6, on, Some(0.86)), (DrawerState::Processed, PipelineTier::Centroid));
+        assert_eq!(pick_tier(0.6, on, Some(0.85)), (DrawerState::Raw, PipelineTier::Llm));
+        assert_eq!(pick_tier(0.4, on, Some(0.99)), (DrawerState::Raw, PipelineTier::Llm));
+        // Phase 2 alone off: low = high collapses the band.
+        let no_band = TierGates { high: 0.8, low: 0.8 };
+        assert_eq!(pick_tier(0.7, no_band, Some(0.99)), (DrawerState::Raw, PipelineTier::Llm));
+    }
+}

@@ -1,0 +1,100 @@
+//! Ranking arithmetic of hybrid search: reciprocal rank fusion (seed 1),
+//! the seed-0 score, recency, source weighting and MaxScore normalisation.
+//!
+//! Only formulas over numbers live here; which candidates exist and how they
+//! are fetched is the engine's business.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+
+/// RRF constant (seed 1: `rrf_k`, default 60).
+pub const RRF_K: f64 = 60.0;
+/// Multiplier for memories of real-world data (seed 1 "Source Weighting").
+pub const REAL_WORLD_WEIGHT: f64 = 1.5;
+/// Agent affinity boost of the seed-0 score.
+pub const AGENT_AFFINITY_BOOST: f64 = 0.1;
+/// Days over which recency halves (seed 0: `1 / (1 + days/30)`).
+pub const RECENCY_DAYS: f64 = 30.0;
+
+/// Reciprocal rank fusion of ranked lists (each best first, ranks 0-based):
+/// `score(d) = Σ_lists weight / (k + rank + 1)`. Returns documents by
+/// descending score; ties keep the order of first appearance.
+pub fn rrf<T: Clone + Eq + Hash>(lists: &[(&[T], f64)], k: f64) -> Vec<(T, f64)> {
+    let mut scores: HashMap<T, (f64, usize)> = HashMap::new();
+    let mut order = 0;
+    for (list, weight) in lists {
+        for (rank, item) in list.iter().enumerate() {
+            let entry = scores.entry(item.clone()).or_insert_with(|| {
+                order += 1;
+                (0.0, order)
+            });
+            entry.0 += weight / (k + rank as f64 + 1.0);
+        }
+    }
+    let mut fused: Vec<(T, f64, usize)> =
+        scores.into_iter().map(|(item, (score, first))| (item, score, first)).collect();
+    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)));
+    fused.into_iter().map(|(item, score, _)| (item, score)).collect()
+}
+
+/// Seed 0 recency factor: `1 / (1 + days_since_access / 30)`.
+pub fn recency_factor(days_since_access: f64) -> f64 {
+    1.0 / (1.0 + days_since_access.max(0.0) / RECENCY_DAYS)
+}
+
+/// Seed 0 ranking: `importance × recency × max(similarity, graph) + affinity`.
+pub fn seed0_score(importance: f64, recency: f64, similarity: f64, graph_score: f64, same_agent: bool) -> f64 {
+    importance * recency * similarity.max(graph_score) + if same_agent { AGENT_AFFINITY_BOOST } else { 0.0 }
+}
+
+/// MaxScore normalisation: divides every score by the best, so the best is
+/// 1.0 (seed 1). Scores of an all-zero list stay zero.
+pub fn max_normalize(scores: &mut [f64]) {
+    let max = scores.iter().copied().fold(0.0_f64, f64::max);
+    if max > 0.0 {
+        for score in scores {
+            *score /= max;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rrf_follows_the_formula() {
+        let bm25 = ["a", "b", "c"];
+        let vector = ["b", "d"];
+        let fused = rrf(&[(&bm25[..], 1.0), (&vector[..], 1.0)], RRF_K);
+        let score = |id: &str| fused.iter().find(|(d, _)| *d == id).unwrap().1;
+        assert!((score("b") - (1.0 / 62.0 + 1.0 / 61.0)).abs() < 1e-12);
+        assert!((score("a") - 1.0 / 61.0).abs() < 1e-12);
+        assert!((score("d") - 1.0 / 62.0).abs() < 1e-12);
+        assert_eq!(fused[0].0, "b", "present in both lists wins");
+        assert_eq!(fused.len(), 4);
+        // A weight scales a list's contribution.
+        let weighted = rrf(&[(&bm25[..], 2.0)], RRF_K);
+        assert!((weighted[0].1 - 2.0 / 61.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn recency_and_seed0_score() {
+        assert_eq!(recency_factor(0.0), 1.0);
+        assert!((recency_factor(30.0) - 0.5).abs() < 1e-12);
+        assert!((recency_factor(90.0) - 0.25).abs() < 1e-12);
+        assert_eq!(recency_factor(-5.0), 1.0, "future access clamps to now");
+        assert!((seed0_score(3.0, 0.5, 0.8, 0.9, false) - 1.35).abs() < 1e-12);
+        assert!((seed0_score(3.0, 0.5, 0.8, 0.1, true) - 1.3).abs() < 1e-12);
+    }
+
+    #[test]
+    fn max_normalisation_puts_the_best_at_one() {
+        let mut scores = vec![0.2, 0.5, 0.1];
+        max_normalize(&mut scores);
+        assert_eq!(scores, vec![0.4, 1.0, 0.2]);
+        let mut zeros = vec![0.0, 0.0];
+        max_normalize(&mut zeros);
+        assert_eq!(zeros, vec![0.0, 0.0]);
+    }
+}
