@@ -16,6 +16,7 @@
 
 mod error;
 mod health;
+mod query;
 mod records;
 mod row;
 mod schema;
@@ -35,8 +36,8 @@ use mempalace_core::{
     Content, ContentHash, Drawer, DrawerId, DrawerStatus, Embedding, Identity, Timestamp, WorkspaceId,
 };
 use mempalace_store::{
-    HealthCheck, IdentityRecord, PalaceRecord, PutOutcome, RecordCounts, StorageInfo, StoreError, StoreRead,
-    StoreResult, StoreWrite, Taxonomy,
+    DrawerFilter, HealthCheck, IdentityRecord, PalaceRecord, PutOutcome, RecordCounts, StorageInfo, StoreError,
+    StoreRead, StoreResult, StoreWrite, Taxonomy, VectorChange,
 };
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
@@ -272,6 +273,48 @@ impl StoreRead for SqliteStore {
     fn embedding_models(&self, workspace: &WorkspaceId) -> StoreResult<Vec<(Option<String>, u64)>> {
         self.read(|conn| records::embedding_models(conn, workspace))
     }
+
+    fn lexical_search(
+        &self,
+        workspace: &WorkspaceId,
+        terms: &[String],
+        filter: &DrawerFilter,
+        limit: usize,
+    ) -> StoreResult<Vec<(DrawerId, f64)>> {
+        self.read(|conn| query::lexical_search(conn, workspace, terms, filter, limit))
+    }
+
+    fn filtered_ids(&self, workspace: &WorkspaceId, filter: &DrawerFilter) -> StoreResult<Vec<DrawerId>> {
+        self.read(|conn| query::filtered_ids(conn, workspace, filter))
+    }
+
+    fn revision(&self) -> StoreResult<i64> {
+        self.read(query::revision)
+    }
+
+    fn vector_changes(
+        &self,
+        workspace: &WorkspaceId,
+        model: &str,
+        after: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<VectorChange>> {
+        self.read(|conn| query::vector_changes(conn, workspace, model, after, limit))
+    }
+
+    fn top_drawers(&self, workspace: &WorkspaceId, wing: Option<&str>, limit: usize) -> StoreResult<Vec<Drawer>> {
+        self.read(|conn| query::top_drawers(conn, workspace, wing, limit))
+    }
+
+    fn place_drawers(
+        &self,
+        workspace: &WorkspaceId,
+        wing: &str,
+        room: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<Drawer>> {
+        self.read(|conn| query::place_drawers(conn, workspace, wing, room, limit))
+    }
 }
 
 impl StoreWrite for SqliteStore {
@@ -306,6 +349,13 @@ impl StoreWrite for SqliteStore {
         at: Timestamp,
     ) -> StoreResult<()> {
         self.write(|tx| records::cache_embeddings(tx, workspace, model, vectors, &at))
+    }
+
+    fn touch_access(&self, workspace: &WorkspaceId, ids: &[DrawerId], at: Timestamp) -> StoreResult<usize> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        self.write(|tx| query::touch_access(tx, workspace, ids, &at))
     }
 
     fn set_identity(&self, workspace: &WorkspaceId, identity: &Identity, at: Timestamp) -> StoreResult<()> {

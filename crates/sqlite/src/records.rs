@@ -104,7 +104,7 @@ pub(crate) fn delete_drawer(tx: &Transaction<'_>, workspace: &WorkspaceId, id: &
     Ok(true)
 }
 
-fn attach_tags(conn: &Connection, workspace: &WorkspaceId, drawers: &mut [Drawer]) -> StoreResult<()> {
+pub(crate) fn attach_tags(conn: &Connection, workspace: &WorkspaceId, drawers: &mut [Drawer]) -> StoreResult<()> {
     if drawers.is_empty() {
         return Ok(());
     }

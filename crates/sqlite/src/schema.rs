@@ -18,11 +18,14 @@ use crate::error::Context;
 pub(crate) const APPLICATION_ID: i32 = 0x6d70_6c63;
 
 /// The highest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Migrations, oldest first: (version reached, SQL).
-const MIGRATIONS: &[(u32, &str)] =
-    &[(1, include_str!("migrations/0001_palace.sql")), (2, include_str!("migrations/0002_embeddings.sql"))];
+const MIGRATIONS: &[(u32, &str)] = &[
+    (1, include_str!("migrations/0001_palace.sql")),
+    (2, include_str!("migrations/0002_embeddings.sql")),
+    (3, include_str!("migrations/0003_revisions.sql")),
+];
 
 /// Refuses a file that is not a palace, without writing to it. An empty
 /// SQLite database (or empty file) is accepted only when creating.

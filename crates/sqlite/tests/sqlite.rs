@@ -41,6 +41,9 @@ conformance_tests!(
     check_import_round_trip,
     check_verify_and_rebuild,
     check_embedding_lookup_and_backfill,
+    check_lexical_search_and_filters,
+    check_vector_change_feed,
+    check_listings_and_access,
 );
 
 #[test]
@@ -174,6 +177,9 @@ fn a_schema_v1_palace_migrates_and_keeps_its_data() {
     assert_eq!(all.len(), 3);
     assert!(all.iter().any(|d| d.status_reason.as_deref() == Some("fixture")));
     assert_eq!(store.drawers_missing_embedding(&ws, "any-model", 10).unwrap().len(), 3);
+    // Migration 3 numbered the existing drawers, so an index sees all of them.
+    assert_eq!(store.revision().unwrap(), 3);
+    assert_eq!(store.vector_changes(&ws, "any-model", 0, 10).unwrap().len(), 3);
     let checks = store.verify().unwrap();
     assert!(checks.iter().all(|c| c.ok), "{checks:?}");
 }

@@ -18,7 +18,7 @@ use mempalace_core::{
 };
 use serde_json::json;
 
-use crate::{IdentityRecord, PalaceRecord, PutOutcome, Store};
+use crate::{DrawerFilter, IdentityRecord, PalaceRecord, PutOutcome, Store};
 
 fn at(text: &str) -> Timestamp {
     parse_timestamp(text, "test time", DayEdge::Start).expect("test timestamps are valid")
@@ -433,6 +433,121 @@ pub fn check_embedding_lookup_and_backfill(store: &dyn Store) {
     assert!(store.embeddings_by_hash(&other, "m1", &[loose]).expect("lookup").is_empty());
 }
 
+/// BM25 finds drawers by words, ranks the better match first, honours
+/// every filter and never crosses workspaces.
+pub fn check_lexical_search_and_filters(store: &dyn Store) {
+    let ws = workspace("default");
+    let mut decision =
+        drawer(&ws, "project", "decisions", "We chose PostgreSQL over MongoDB for the backend database.");
+    decision.memory_type = Some(MemoryType::Decision);
+    decision.tags = vec![DrawerTag { tag: "database".into(), source: TagSource::User }];
+    decision.filed_at = at("2025-01-10T00:00:00Z");
+    let mut gripper = drawer(&ws, "lab", "gripper", "The gripper force sensor was recalibrated; error E4471 is gone.");
+    gripper.filed_at = at("2025-03-10T00:00:00Z");
+    gripper.confidence = Confidence::new(0.4).expect("confidence");
+    let mut private = drawer(&ws, "project", "notes", "Alex privately notes the PostgreSQL password rotation.");
+    private.owner_user_id = Some("alex".into());
+    let mention = drawer(&ws, "project", "notes", "Someone mentioned databases once.");
+    let chinese = drawer(&ws, "project", "notes", "我们决定使用数据库来保存记忆");
+    let other = drawer(&workspace("other"), "project", "decisions", "PostgreSQL in another workspace.");
+    store
+        .put_drawers(&[decision.clone(), gripper.clone(), private.clone(), mention, chinese.clone(), other])
+        .expect("put");
+    let search = |terms: &[&str], filter: &DrawerFilter| -> Vec<DrawerId> {
+        let terms: Vec<String> = terms.iter().map(|t| t.to_string()).collect();
+        store.lexical_search(&ws, &terms, filter, 10).expect("search").into_iter().map(|(id, _)| id).collect()
+    };
+    let all = DrawerFilter::default();
+    assert_eq!(search(&["postgresql"], &all), vec![decision.id.clone()], "owned drawers are hidden from others");
+    assert_eq!(search(&["e4471"], &all), vec![gripper.id.clone()], "exact codes match");
+    assert_eq!(search(&["数据库"], &all), vec![chinese.id.clone()], "two-character Chinese words match");
+    assert_eq!(search(&["databases"], &all).len(), 2, "porter stemming: database ~ databases");
+    let ranked = store.lexical_search(&ws, &["postgresql".into(), "backend".into()], &all, 10).expect("search");
+    assert!(ranked[0].1 > 0.0, "scores are higher-is-better");
+    let viewer = DrawerFilter { viewer: Some("alex".into()), ..DrawerFilter::default() };
+    assert_eq!(search(&["postgresql"], &viewer).len(), 2, "the owner sees their drawer");
+    let by_wing = DrawerFilter { wings: vec!["lab".into()], ..DrawerFilter::default() };
+    assert!(search(&["postgresql"], &by_wing).is_empty());
+    let by_type = DrawerFilter { memory_types: vec![MemoryType::Decision], ..DrawerFilter::default() };
+    assert_eq!(search(&["database", "gripper"], &by_type), vec![decision.id.clone()]);
+    let by_tag = DrawerFilter { tags: vec!["database".into()], ..DrawerFilter::default() };
+    assert_eq!(search(&["database", "gripper"], &by_tag), vec![decision.id.clone()]);
+    let by_time = DrawerFilter { filed_after: Some(at("2025-03-05T00:00:00Z")), ..DrawerFilter::default() };
+    assert_eq!(search(&["database", "gripper"], &by_time), vec![gripper.id.clone()]);
+    let by_confidence = DrawerFilter { min_confidence: Some(0.5), ..DrawerFilter::default() };
+    assert_eq!(search(&["gripper"], &by_confidence), Vec::<DrawerId>::new());
+    assert!(search(&["\"NEAR(", "*"], &all).is_empty(), "terms are never read as FTS syntax");
+    assert_eq!(store.filtered_ids(&ws, &by_wing).expect("ids"), vec![gripper.id.clone()]);
+    store
+        .set_drawer_status(&ws, &decision.id, DrawerStatus::Superseded, None, at("2025-04-01T00:00:00Z"))
+        .expect("supersede");
+    assert!(search(&["postgresql"], &all).is_empty(), "superseded drawers are hidden");
+    let hidden = DrawerFilter { include_hidden: true, ..DrawerFilter::default() };
+    assert_eq!(search(&["postgresql"], &hidden), vec![decision.id]);
+}
+
+/// The change feed gives an index every insert, vector change, hide and
+/// delete after a revision, in order.
+pub fn check_vector_change_feed(store: &dyn Store) {
+    let ws = workspace("default");
+    let start = store.revision().expect("revision");
+    let mut a = drawer(&ws, "w", "r", "alpha");
+    a.embedding = Some(Embedding { model: "m".into(), vector: vec![1.0, 0.0] });
+    let b = drawer(&ws, "w", "r", "beta");
+    store.put_drawers(&[a.clone(), b.clone()]).expect("put");
+    let changes = store.vector_changes(&ws, "m", start, 100).expect("changes");
+    assert_eq!(changes.len(), 2);
+    assert_eq!(changes[0].id, a.id);
+    assert_eq!(changes[0].vector, Some(vec![1.0, 0.0]));
+    assert_eq!(changes[1].vector, None, "no vector of this model yet");
+    assert!(changes[0].rev > start && changes[1].rev > changes[0].rev);
+    let after_insert = store.revision().expect("revision");
+    assert_eq!(after_insert, changes[1].rev);
+    assert!(store.vector_changes(&ws, "other-model", start, 100).expect("changes").iter().all(|c| c.vector.is_none()));
+
+    store.set_embeddings(&ws, &[(b.id.clone(), Embedding { model: "m".into(), vector: vec![0.0, 1.0] })]).expect("set");
+    store.set_drawer_status(&ws, &a.id, DrawerStatus::Invalidated, None, at("2025-02-01T00:00:00Z")).expect("hide");
+    store.touch_access(&ws, std::slice::from_ref(&b.id), at("2025-02-02T00:00:00Z")).expect("touch");
+    let changes = store.vector_changes(&ws, "m", after_insert, 100).expect("changes");
+    let summary: Vec<(DrawerId, bool)> = changes.iter().map(|c| (c.id.clone(), c.vector.is_some())).collect();
+    assert_eq!(summary, vec![(b.id.clone(), true), (a.id.clone(), false)], "access tracking is not a change");
+
+    let before_delete = store.revision().expect("revision");
+    store.delete_drawer(&ws, &b.id).expect("delete");
+    let changes = store.vector_changes(&ws, "m", before_delete, 100).expect("changes");
+    assert_eq!(changes.len(), 1);
+    assert_eq!((changes[0].id.clone(), changes[0].vector.clone()), (b.id.clone(), None), "deletes leave tombstones");
+    assert!(store.vector_changes(&workspace("other"), "m", start, 100).expect("changes").is_empty());
+    // Limits page through the feed.
+    assert_eq!(store.vector_changes(&ws, "m", start, 1).expect("changes").len(), 1);
+}
+
+/// L1 and L2 listings, and access tracking.
+pub fn check_listings_and_access(store: &dyn Store) {
+    let ws = workspace("default");
+    let mut low = drawer(&ws, "lab", "gripper", "low importance");
+    low.importance = Importance::new(1.0).expect("importance");
+    let mut high = drawer(&ws, "lab", "sensors", "high importance");
+    high.importance = Importance::new(5.0).expect("importance");
+    let mut other_wing = drawer(&ws, "home", "garden", "middle importance elsewhere");
+    other_wing.importance = Importance::new(3.0).expect("importance");
+    other_wing.filed_at = at("2025-06-01T00:00:00Z");
+    store.put_drawers(&[low.clone(), high.clone(), other_wing.clone()]).expect("put");
+    let top: Vec<DrawerId> = store.top_drawers(&ws, None, 10).expect("top").into_iter().map(|d| d.id).collect();
+    assert_eq!(top, vec![high.id.clone(), other_wing.id.clone(), low.id.clone()]);
+    assert_eq!(store.top_drawers(&ws, Some("lab"), 1).expect("top")[0].id, high.id);
+    let place: Vec<DrawerId> =
+        store.place_drawers(&ws, "lab", None, 10).expect("place").into_iter().map(|d| d.id).collect();
+    assert_eq!(place.len(), 2);
+    assert_eq!(store.place_drawers(&ws, "lab", Some("gripper"), 10).expect("place")[0].id, low.id);
+    let when = at("2025-07-01T12:00:00Z");
+    assert_eq!(store.touch_access(&ws, &[low.id.clone(), high.id.clone()], when).expect("touch"), 2);
+    store.touch_access(&ws, std::slice::from_ref(&low.id), when).expect("touch");
+    let touched = store.drawer(&ws, &low.id).expect("get").expect("found");
+    assert_eq!((touched.access_count, touched.last_accessed_at), (2, Some(when)));
+    assert_eq!(store.touch_access(&workspace("other"), &[low.id], when).expect("touch"), 0);
+}
+
 /// Panics unless every health check passes.
 pub fn assert_all_healthy(store: &dyn Store) {
     let checks = store.verify().expect("verify");
@@ -451,5 +566,8 @@ pub fn run_all(mut fresh: impl FnMut() -> Arc<dyn Store>) {
     check_import_round_trip(fresh().as_ref());
     check_verify_and_rebuild(fresh().as_ref());
     check_embedding_lookup_and_backfill(fresh().as_ref());
+    check_lexical_search_and_filters(fresh().as_ref());
+    check_vector_change_feed(fresh().as_ref());
+    check_listings_and_access(fresh().as_ref());
     check_concurrent_writers(fresh());
 }

@@ -23,7 +23,8 @@ pub mod conformance;
 
 pub use error::{StoreError, StoreResult};
 pub use record::{
-    HealthCheck, IdentityRecord, PalaceRecord, PutOutcome, RecordCounts, StorageInfo, Taxonomy, WingCount,
+    DrawerFilter, HealthCheck, IdentityRecord, PalaceRecord, PutOutcome, RecordCounts, StorageInfo, Taxonomy,
+    VectorChange, WingCount,
 };
 
 use mempalace_core::centroid::Centroid;
@@ -102,6 +103,47 @@ pub trait StoreRead: Send + Sync {
 
     /// Drawers per embedding model (`None`: no vector yet), all statuses.
     fn embedding_models(&self, workspace: &WorkspaceId) -> StoreResult<Vec<(Option<String>, u64)>>;
+
+    /// BM25 search over the lexical index: drawers matching any of `terms`
+    /// (already segmented and lowercased, see `core::lexical`) that pass
+    /// `filter`, best first, with a score where higher is better.
+    fn lexical_search(
+        &self,
+        workspace: &WorkspaceId,
+        terms: &[String],
+        filter: &DrawerFilter,
+        limit: usize,
+    ) -> StoreResult<Vec<(DrawerId, f64)>>;
+
+    /// Ids of every drawer passing `filter` (for restricting vector search).
+    fn filtered_ids(&self, workspace: &WorkspaceId, filter: &DrawerFilter) -> StoreResult<Vec<DrawerId>>;
+
+    /// The palace-wide revision: it grows with every change an index cares
+    /// about (see `VectorChange`).
+    fn revision(&self) -> StoreResult<i64>;
+
+    /// Up to `limit` changes after revision `after`, in revision order, for
+    /// an index of `model`'s vectors.
+    fn vector_changes(
+        &self,
+        workspace: &WorkspaceId,
+        model: &str,
+        after: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<VectorChange>>;
+
+    /// Active drawers by importance (highest first, newest first on ties),
+    /// optionally of one wing: the essential story (L1).
+    fn top_drawers(&self, workspace: &WorkspaceId, wing: Option<&str>, limit: usize) -> StoreResult<Vec<Drawer>>;
+
+    /// Active drawers of a wing (and room), newest first (L2 recall).
+    fn place_drawers(
+        &self,
+        workspace: &WorkspaceId,
+        wing: &str,
+        room: Option<&str>,
+        limit: usize,
+    ) -> StoreResult<Vec<Drawer>>;
 }
 
 /// Changes. Each call is one short transaction: it commits completely or not
@@ -139,6 +181,11 @@ pub trait StoreWrite: StoreRead {
         vectors: &[(ContentHash, Vec<f32>)],
         at: Timestamp,
     ) -> StoreResult<()>;
+
+    /// Records that these drawers were returned to a caller: sets
+    /// `last_accessed_at` and increments `access_count`, in one statement.
+    /// Returns how many drawers were found.
+    fn touch_access(&self, workspace: &WorkspaceId, ids: &[DrawerId], at: Timestamp) -> StoreResult<usize>;
 
     /// Sets the workspace's identity text.
     fn set_identity(&self, workspace: &WorkspaceId, identity: &Identity, at: Timestamp) -> StoreResult<()>;

@@ -9,7 +9,7 @@ use mempalace_core::centroid::Centroid;
 use mempalace_core::kg::{Entity, Triple};
 use mempalace_core::session::{EpisodicSummary, Session};
 use mempalace_core::tunnel::Tunnel;
-use mempalace_core::{Drawer, Identity, Timestamp, WorkspaceId};
+use mempalace_core::{Drawer, DrawerId, Identity, Timestamp, WorkspaceId};
 
 /// What happened to one drawer handed to `put_drawers`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,4 +128,49 @@ pub struct HealthCheck {
     pub derived: bool,
     /// Human-readable detail: counts compared, engine message.
     pub detail: String,
+}
+
+/// Which drawers a query may return. Empty lists mean "any"; by default
+/// only active drawers are visible.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DrawerFilter {
+    /// Any of these wings.
+    pub wings: Vec<String>,
+    /// Any of these rooms.
+    pub rooms: Vec<String>,
+    /// Any of these halls.
+    pub halls: Vec<String>,
+    /// Any of these memory types.
+    pub memory_types: Vec<mempalace_core::MemoryType>,
+    /// Carrying at least one of these tags.
+    pub tags: Vec<String>,
+    /// Filed at or after.
+    pub filed_after: Option<Timestamp>,
+    /// Filed at or before.
+    pub filed_before: Option<Timestamp>,
+    /// Confidence at least.
+    pub min_confidence: Option<f64>,
+    /// The user asking: drawers owned by another user are invisible to them
+    /// (Platypus user scope). `None` sees only drawers without an owner.
+    pub viewer: Option<String>,
+    /// Filed by this agent or tool (`added_by`).
+    pub added_by: Option<String>,
+    /// From this session.
+    pub session_id: Option<String>,
+    /// From this source file.
+    pub source_file: Option<String>,
+    /// Also superseded and invalidated drawers.
+    pub include_hidden: bool,
+}
+
+/// A change an in-memory vector index must apply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorChange {
+    /// The drawer.
+    pub id: DrawerId,
+    /// The revision of the change.
+    pub rev: i64,
+    /// Its vector of the asked model when it is active and has one; `None`
+    /// means "not (or no longer) in the index".
+    pub vector: Option<Vec<f32>>,
 }
