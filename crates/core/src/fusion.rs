@@ -37,6 +37,21 @@ pub fn rrf<T: Clone + Eq + Hash>(lists: &[(&[T], f64)], k: f64) -> Vec<(T, f64)>
     fused.into_iter().map(|(item, score, _)| (item, score)).collect()
 }
 
+/// BM25's inverse document frequency as SQLite FTS5 computes it:
+/// `ln((N − n + 0.5) / (n + 0.5))`, floored at 1e-6.
+pub fn idf(documents: u64, containing: u64) -> f64 {
+    let (n_docs, n) = (documents as f64, containing.min(documents) as f64);
+    ((n_docs - n + 0.5) / (n + 0.5)).ln().max(1e-6)
+}
+
+/// A BM25 score as a 0–1 similarity: the score over the sum of the query
+/// terms' IDFs, which is about what a document containing every term once
+/// (at average length) would score. A document matching only common words
+/// of the query stays low; one matching its rare words approaches 1.
+pub fn lexical_similarity(bm25: f64, idf_sum: f64) -> f64 {
+    if idf_sum <= 0.0 { 0.0 } else { (bm25 / idf_sum).clamp(0.0, 1.0) }
+}
+
 /// Seed 0 recency factor: `1 / (1 + days_since_access / 30)`.
 pub fn recency_factor(days_since_access: f64) -> f64 {
     1.0 / (1.0 + days_since_access.max(0.0) / RECENCY_DAYS)
@@ -76,6 +91,15 @@ mod tests {
         // A weight scales a list's contribution.
         let weighted = rrf(&[(&bm25[..], 2.0)], RRF_K);
         assert!((weighted[0].1 - 2.0 / 61.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn idf_and_lexical_similarity() {
+        assert!((idf(200, 1) - (199.5_f64 / 1.5).ln()).abs() < 1e-12);
+        assert_eq!(idf(10, 10), 1e-6, "a term in every document carries nothing");
+        assert_eq!(lexical_similarity(5.0, 10.0), 0.5);
+        assert_eq!(lexical_similarity(12.0, 10.0), 1.0);
+        assert_eq!(lexical_similarity(1.0, 0.0), 0.0);
     }
 
     #[test]

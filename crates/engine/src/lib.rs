@@ -10,8 +10,15 @@
 
 pub mod embedding;
 pub mod error;
+pub mod ingest;
+pub mod layers;
 pub mod palace;
+pub mod pool;
+pub mod search;
+pub mod vector_index;
 
 pub use embedding::{EmbeddedTexts, ReembedProgress, ReembedReport};
 pub use error::{EngineError, EngineResult};
+pub use ingest::{ChunkOutcome, IngestReport, IngestRequest};
 pub use palace::{AddOutcome, DeleteMode, DoctorReport, ExportError, NewDrawer, Palace, PalaceStatus};
+pub use search::{Fusion, SearchHit, SearchMode, SearchOutcome, SearchRequest};

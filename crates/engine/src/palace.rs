@@ -4,7 +4,10 @@
 //! Retrieval layers, ingestion pipelines, the knowledge graph and workers get
 //! their own modules; this one holds the basic record operations they build on.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use mempalace_core::classify::TierGates;
 
 use mempalace_core::{
     Confidence, Content, Drawer, DrawerId, DrawerState, DrawerStatus, DrawerTag, Hall, Identity, Importance,
@@ -17,6 +20,8 @@ use mempalace_store::{
 use mempalace_embed::Embedder;
 
 use crate::error::{EngineError, EngineResult};
+use crate::ingest::EventBus;
+use crate::vector_index::VectorIndex;
 
 /// Reads the wall clock.
 pub type Clock = fn() -> Timestamp;
@@ -33,6 +38,9 @@ pub struct Palace {
     workspace: WorkspaceId,
     clock: Clock,
     embedder: Option<Arc<dyn Embedder>>,
+    indexes: Arc<Mutex<HashMap<String, Arc<VectorIndex>>>>,
+    events: Arc<EventBus>,
+    gates: TierGates,
 }
 
 impl std::fmt::Debug for Palace {
@@ -136,7 +144,42 @@ impl DoctorReport {
 impl Palace {
     /// A handle on `workspace` of `store`.
     pub fn new(store: Arc<dyn Store>, workspace: WorkspaceId) -> Self {
-        Self { store, workspace, clock: system_clock, embedder: None }
+        Self {
+            store,
+            workspace,
+            clock: system_clock,
+            embedder: None,
+            indexes: Arc::default(),
+            events: Arc::default(),
+            gates: TierGates::default(),
+        }
+    }
+
+    /// Sets the two phase gates of the tier decision.
+    pub fn with_tier_gates(mut self, gates: TierGates) -> Self {
+        self.gates = gates;
+        self
+    }
+
+    /// The tier gates in force.
+    pub fn tier_gates(&self) -> TierGates {
+        self.gates
+    }
+
+    /// The ingestion event bus.
+    pub fn events(&self) -> &Arc<EventBus> {
+        &self.events
+    }
+
+    /// The vector index of `model` for this workspace (created empty and
+    /// loaded on its first refresh).
+    pub fn vector_index(&self, model: &str) -> Arc<VectorIndex> {
+        let mut indexes = self.indexes.lock().expect("index registry poisoned");
+        Arc::clone(
+            indexes
+                .entry(model.to_string())
+                .or_insert_with(|| Arc::new(VectorIndex::new(self.workspace.clone(), model))),
+        )
     }
 
     /// Uses `embedder` for new drawers and queries.

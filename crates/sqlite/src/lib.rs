@@ -284,6 +284,10 @@ impl StoreRead for SqliteStore {
         self.read(|conn| query::lexical_search(conn, workspace, terms, filter, limit))
     }
 
+    fn term_frequencies(&self, terms: &[String]) -> StoreResult<(u64, Vec<u64>)> {
+        self.read(|conn| query::term_frequencies(conn, terms))
+    }
+
     fn filtered_ids(&self, workspace: &WorkspaceId, filter: &DrawerFilter) -> StoreResult<Vec<DrawerId>> {
         self.read(|conn| query::filtered_ids(conn, workspace, filter))
     }

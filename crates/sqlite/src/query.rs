@@ -113,6 +113,22 @@ pub(crate) fn lexical_search(
         .collect()
 }
 
+pub(crate) fn term_frequencies(conn: &Connection, terms: &[String]) -> StoreResult<(u64, Vec<u64>)> {
+    let c = "counting term frequencies";
+    let documents: i64 =
+        conn.query_row("SELECT coalesce(sum(drawers), 0) FROM room_counts", [], |row| row.get(0)).ctx(c)?;
+    let mut stmt = conn.prepare_cached("SELECT count(*) FROM drawers_fts WHERE drawers_fts MATCH ?1").ctx(c)?;
+    let mut counts = Vec::with_capacity(terms.len());
+    for term in terms {
+        let count: i64 = match match_expression(std::slice::from_ref(term)) {
+            Some(expression) => stmt.query_row(params![expression], |row| row.get(0)).ctx(c)?,
+            None => 0,
+        };
+        counts.push(u64::try_from(count).unwrap_or(0));
+    }
+    Ok((u64::try_from(documents).unwrap_or(0), counts))
+}
+
 pub(crate) fn filtered_ids(
     conn: &Connection,
     workspace: &WorkspaceId,

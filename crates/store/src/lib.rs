@@ -115,6 +115,10 @@ pub trait StoreRead: Send + Sync {
         limit: usize,
     ) -> StoreResult<Vec<(DrawerId, f64)>>;
 
+    /// Document frequencies for BM25 normalisation: the number of indexed
+    /// drawers in the palace, and for each term the number containing it.
+    fn term_frequencies(&self, terms: &[String]) -> StoreResult<(u64, Vec<u64>)>;
+
     /// Ids of every drawer passing `filter` (for restricting vector search).
     fn filtered_ids(&self, workspace: &WorkspaceId, filter: &DrawerFilter) -> StoreResult<Vec<DrawerId>>;
 

@@ -1,0 +1,408 @@
+//! The ingestion hot path (seed 0 §3): noise filter → chunk → heuristic
+//! classification → embed → dedup → tier decision → idempotent persist →
+//! event.
+//!
+//! [`Palace::ingest_batch`] runs the pipeline for several texts at once so
+//! that their chunks share embedding calls (the pool feeds it whatever is
+//! queued). A chunk whose vector is within cosine 0.85 of an existing drawer
+//! of the workspace (or of an earlier chunk of the same batch) is not filed;
+//! the report names the drawer it duplicates. Raw requests skip the noise
+//! filter, the classifier and dedup: the text is filed verbatim.
+
+use std::sync::Arc;
+use std::sync::mpsc::SyncSender;
+
+use mempalace_core::chunk::chunk_text;
+use mempalace_core::classify::{TierGates, classify, is_noise, pick_tier};
+use mempalace_core::{
+    Confidence, Content, Drawer, DrawerId, DrawerState, DrawerTag, Embedding, Hall, Importance, MemoryType,
+    PipelineTier, Room, TagSource, Wing, vector,
+};
+use serde_json::{Map, Value};
+
+use crate::error::{EngineError, EngineResult};
+use crate::palace::Palace;
+
+/// Cosine above which a chunk is a duplicate (seed 0 §10 `AutoIngestDupThreshold`).
+pub const DEDUP_THRESHOLD: f32 = 0.85;
+/// Longest text one request may carry (it is chunked into drawers).
+pub const MAX_INPUT_CHARS: usize = 1_000_000;
+
+/// A text to file, as a caller describes it.
+#[derive(Debug, Clone)]
+pub struct IngestRequest {
+    /// Wing.
+    pub wing: Wing,
+    /// Room.
+    pub room: Room,
+    /// Optional hall.
+    pub hall: Option<Hall>,
+    /// The text (chunked when longer than 800 characters).
+    pub text: String,
+    /// A type stated by the caller (overrides the classifier).
+    pub memory_type: Option<MemoryType>,
+    /// Importance; default 3.
+    pub importance: Option<Importance>,
+    /// Confidence; default: the classifier's, or 1 for raw text.
+    pub confidence: Option<Confidence>,
+    /// Where the text came from.
+    pub source_file: Option<String>,
+    /// Who files it.
+    pub added_by: String,
+    /// Agent id, for affinity ranking.
+    pub added_by_agent: Option<String>,
+    /// Only this user sees it.
+    pub owner_user_id: Option<String>,
+    /// Session that produced it.
+    pub session_id: Option<String>,
+    /// Context JSON object.
+    pub context: Map<String, Value>,
+    /// Tags set by the caller.
+    pub tags: Vec<String>,
+    /// File verbatim: no noise filter, classifier or dedup.
+    pub raw: bool,
+}
+
+impl IngestRequest {
+    /// A request with defaults for everything but place, text and author.
+    pub fn new(wing: Wing, room: Room, text: impl Into<String>, added_by: impl Into<String>) -> Self {
+        Self {
+            wing,
+            room,
+            hall: None,
+            text: text.into(),
+            memory_type: None,
+            importance: None,
+            confidence: None,
+            source_file: None,
+            added_by: added_by.into(),
+            added_by_agent: None,
+            owner_user_id: None,
+            session_id: None,
+            context: Map::new(),
+            tags: Vec::new(),
+            raw: false,
+        }
+    }
+}
+
+/// What happened to one chunk.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChunkOutcome {
+    /// Filed as a new drawer.
+    Filed(DrawerId),
+    /// The same text was already filed in the same place.
+    AlreadyFiled(DrawerId),
+    /// A near-duplicate (cosine above 0.85) of an existing drawer.
+    Duplicate {
+        /// The existing drawer.
+        existing: DrawerId,
+        /// Their cosine similarity.
+        similarity: f32,
+    },
+}
+
+/// What happened to one request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IngestReport {
+    /// True when the whole text was dropped as noise.
+    pub noise: bool,
+    /// One outcome per chunk, in order.
+    pub chunks: Vec<ChunkOutcome>,
+    /// Why vectors are missing, when they are.
+    pub degraded: Option<String>,
+}
+
+impl IngestReport {
+    /// Ids of drawers filed or found, in chunk order.
+    pub fn drawer_ids(&self) -> Vec<&DrawerId> {
+        self.chunks
+            .iter()
+            .map(|chunk| match chunk {
+                ChunkOutcome::Filed(id) | ChunkOutcome::AlreadyFiled(id) => id,
+                ChunkOutcome::Duplicate { existing, .. } => existing,
+            })
+            .collect()
+    }
+}
+
+/// Published after each filed drawer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IngestEvent {
+    /// Workspace.
+    pub workspace: String,
+    /// The new drawer.
+    pub drawer_id: DrawerId,
+    /// Its place.
+    pub wing: String,
+    /// Its room.
+    pub room: String,
+    /// Classifier's type.
+    pub memory_type: Option<MemoryType>,
+    /// Cold-path state.
+    pub state: DrawerState,
+}
+
+/// Subscribers of ingestion events. Publishing never blocks: a subscriber
+/// whose buffer is full misses the event (and it is counted).
+#[derive(Default)]
+pub struct EventBus {
+    subscribers: std::sync::Mutex<Vec<SyncSender<IngestEvent>>>,
+    missed: std::sync::atomic::AtomicU64,
+}
+
+impl EventBus {
+    /// A new subscription with a buffer of `capacity` events.
+    pub fn subscribe(&self, capacity: usize) -> std::sync::mpsc::Receiver<IngestEvent> {
+        let (sender, receiver) = std::sync::mpsc::sync_channel(capacity);
+        self.subscribers.lock().expect("event bus poisoned").push(sender);
+        receiver
+    }
+
+    /// Events a subscriber missed because its buffer was full.
+    pub fn missed(&self) -> u64 {
+        self.missed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn publish(&self, event: &IngestEvent) {
+        let mut subscribers = self.subscribers.lock().expect("event bus poisoned");
+        subscribers.retain(|subscriber| match subscriber.try_send(event.clone()) {
+            Ok(()) => true,
+            Err(std::sync::mpsc::TrySendError::Full(_)) => {
+                self.missed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                true
+            }
+            Err(std::sync::mpsc::TrySendError::Disconnected(_)) => false,
+        });
+    }
+}
+
+/// One chunk on its way through the pipeline.
+struct Pending {
+    request: usize,
+    raw: bool,
+    drawer: Drawer,
+}
+
+impl Palace {
+    /// Files one text through the pipeline.
+    pub fn ingest(&self, request: IngestRequest) -> EngineResult<IngestReport> {
+        self.ingest_batch(vec![request]).pop().expect("one report per request")
+    }
+
+    /// Files several texts; their chunks share embedding calls. One result
+    /// per request, in order.
+    pub fn ingest_batch(&self, requests: Vec<IngestRequest>) -> Vec<EngineResult<IngestReport>> {
+        let mut reports: Vec<EngineResult<IngestReport>> = Vec::with_capacity(requests.len());
+        let mut pending: Vec<Pending> = Vec::new();
+        let now = self.now();
+        let gates = self.tier_gates();
+        for (index, request) in requests.into_iter().enumerate() {
+            match self.prepare(index, request, now, gates) {
+                Ok(Some(chunks)) => {
+                    pending.extend(chunks);
+                    reports.push(Ok(IngestReport { noise: false, chunks: Vec::new(), degraded: None }));
+                }
+                Ok(None) => reports.push(Ok(IngestReport { noise: true, chunks: Vec::new(), degraded: None })),
+                Err(error) => reports.push(Err(error)),
+            }
+        }
+        if pending.is_empty() {
+            return reports;
+        }
+        if let Err(error) = self.embed_and_file(&mut pending, &mut reports) {
+            // A storage failure fails every request that had chunks in flight.
+            let message = error.to_string();
+            let mut first = Some(error);
+            let failed: std::collections::HashSet<usize> = pending.iter().map(|p| p.request).collect();
+            for (index, report) in reports.iter_mut().enumerate() {
+                if failed.contains(&index) && report.is_ok() {
+                    *report = Err(first.take().unwrap_or_else(|| EngineError::Unavailable(message.clone())));
+                }
+            }
+        }
+        reports
+    }
+
+    /// Noise filter, chunking and classification of one request; `None` for noise.
+    fn prepare(
+        &self,
+        index: usize,
+        request: IngestRequest,
+        now: mempalace_core::Timestamp,
+        gates: TierGates,
+    ) -> EngineResult<Option<Vec<Pending>>> {
+        let length = request.text.chars().count();
+        if length > MAX_INPUT_CHARS {
+            return Err(mempalace_core::ValidationError::TooLong {
+                what: "text",
+                len: length,
+                max: MAX_INPUT_CHARS,
+                hint: "File large documents with `mempalace mine`.",
+            }
+            .into());
+        }
+        if request.text.trim().is_empty() {
+            // Content::parse gives the standard message.
+            Content::parse(request.text.clone())?;
+        }
+        if !request.raw && is_noise(&request.text) {
+            return Ok(None);
+        }
+        let chunks = if request.raw && length <= Content::MAX_CHARS {
+            vec![request.text.clone()]
+        } else {
+            chunk_text(&request.text)
+        };
+        let total = chunks.len();
+        let mut out = Vec::with_capacity(total);
+        for (chunk_index, text) in chunks.into_iter().enumerate() {
+            let content = Content::parse(text)?;
+            let mut drawer = Drawer::new(
+                self.workspace().clone(),
+                request.wing.clone(),
+                request.room.clone(),
+                content,
+                request.added_by.clone(),
+                now,
+            );
+            drawer.hall = request.hall.clone();
+            drawer.source_file = request.source_file.clone();
+            drawer.added_by_agent = request.added_by_agent.clone();
+            drawer.owner_user_id = request.owner_user_id.clone();
+            drawer.session_id = request.session_id.clone();
+            drawer.context = request.context.clone();
+            if total > 1 {
+                drawer.chunk_index = Some(chunk_index as u32);
+            }
+            if let Some(importance) = request.importance {
+                drawer.importance = importance;
+            }
+            let mut tags: Vec<String> = request.tags.clone();
+            tags.sort();
+            tags.dedup();
+            drawer.tags = tags.into_iter().map(|tag| DrawerTag { tag, source: TagSource::User }).collect();
+            if request.raw {
+                drawer.memory_type = request.memory_type;
+                if request.memory_type.is_some() {
+                    drawer.state = DrawerState::Processed;
+                    drawer.pipeline_tier = PipelineTier::Heuristic;
+                }
+                if let Some(confidence) = request.confidence {
+                    drawer.confidence = confidence;
+                }
+            } else {
+                let classification = classify(drawer.content.as_str());
+                match request.memory_type {
+                    Some(stated) => {
+                        drawer.memory_type = Some(stated);
+                        drawer.state = DrawerState::Processed;
+                        drawer.pipeline_tier = PipelineTier::Heuristic;
+                    }
+                    None => {
+                        drawer.memory_type = Some(classification.memory_type);
+                        // Centroids join the decision once the cold path has
+                        // trained them (seed 0 Phase 2); until then the
+                        // centroid band finds nothing.
+                        let (state, tier) = pick_tier(classification.confidence, gates, None);
+                        drawer.state = state;
+                        drawer.pipeline_tier = tier;
+                    }
+                }
+                drawer.confidence = match request.confidence {
+                    Some(confidence) => confidence,
+                    None => Confidence::new(classification.confidence.max(0.3)).unwrap_or_default(),
+                };
+            }
+            out.push(Pending { request: index, raw: request.raw, drawer });
+        }
+        Ok(Some(out))
+    }
+
+    /// Embeds every pending chunk (one batched call), dedups, files and
+    /// publishes; fills each request's report.
+    fn embed_and_file(&self, pending: &mut [Pending], reports: &mut [EngineResult<IngestReport>]) -> EngineResult<()> {
+        // Chunks already filed in their place keep their id and cost nothing.
+        let ids: Vec<DrawerId> = pending.iter().map(|p| p.drawer.id.clone()).collect();
+        let existing: std::collections::HashSet<DrawerId> =
+            self.store().drawers(self.workspace(), &ids)?.into_iter().map(|d| d.id).collect();
+        let texts: Vec<&str> =
+            pending.iter().filter(|p| !existing.contains(&p.drawer.id)).map(|p| p.drawer.content.as_str()).collect();
+        let embedded = self.embed_texts(&texts)?;
+        let mut vectors = embedded.vectors.into_iter();
+        let index = embedded.model.as_deref().map(|model| self.vector_index(model));
+        if let Some(index) = &index {
+            index.refresh(self.store().as_ref())?;
+        }
+        let mut accepted: Vec<(DrawerId, Vec<f32>)> = Vec::new();
+        let mut to_file: Vec<(usize, Drawer)> = Vec::new();
+        let mut outcomes: Vec<Option<ChunkOutcome>> = vec![None; pending.len()];
+        for (position, item) in pending.iter_mut().enumerate() {
+            if existing.contains(&item.drawer.id) {
+                outcomes[position] = Some(ChunkOutcome::AlreadyFiled(item.drawer.id.clone()));
+                continue;
+            }
+            let vector = vectors.next().flatten();
+            if let (Some(vector), false) = (&vector, item.raw) {
+                let mut best: Option<(DrawerId, f32)> = index
+                    .as_ref()
+                    .and_then(|index| index.search(vector, 1, None).into_iter().next())
+                    .filter(|(_, similarity)| *similarity > DEDUP_THRESHOLD);
+                for (id, other) in &accepted {
+                    let similarity = mempalace_core::vector::cosine(vector, other);
+                    if similarity > DEDUP_THRESHOLD && best.as_ref().is_none_or(|(_, s)| similarity > *s) {
+                        best = Some((id.clone(), similarity));
+                    }
+                }
+                if let Some((existing_id, approximate)) = best {
+                    // The index is quantised; confirm with the stored vector.
+                    let exact =
+                        self.exact_similarity(&existing_id, vector, embedded.model.as_deref()).unwrap_or(approximate);
+                    if exact > DEDUP_THRESHOLD {
+                        outcomes[position] = Some(ChunkOutcome::Duplicate { existing: existing_id, similarity: exact });
+                        continue;
+                    }
+                }
+            }
+            if let (Some(model), Some(vector)) = (&embedded.model, vector) {
+                item.drawer.embedding = Some(Embedding { model: model.clone(), vector: vector.clone() });
+                accepted.push((item.drawer.id.clone(), vector));
+            }
+            to_file.push((position, item.drawer.clone()));
+        }
+        let drawers: Vec<Drawer> = to_file.iter().map(|(_, d)| d.clone()).collect();
+        let results = self.store().put_drawers(&drawers)?;
+        for ((position, drawer), result) in to_file.into_iter().zip(results) {
+            outcomes[position] = Some(match result {
+                mempalace_store::PutOutcome::Inserted => {
+                    self.events().publish(&IngestEvent {
+                        workspace: self.workspace().to_string(),
+                        drawer_id: drawer.id.clone(),
+                        wing: drawer.wing.to_string(),
+                        room: drawer.room.to_string(),
+                        memory_type: drawer.memory_type,
+                        state: drawer.state,
+                    });
+                    ChunkOutcome::Filed(drawer.id)
+                }
+                mempalace_store::PutOutcome::Existing => ChunkOutcome::AlreadyFiled(drawer.id),
+            });
+        }
+        for (item, outcome) in pending.iter().zip(outcomes) {
+            if let (Some(Ok(report)), Some(outcome)) = (reports.get_mut(item.request), outcome) {
+                report.chunks.push(outcome);
+                report.degraded.clone_from(&embedded.degraded);
+            }
+        }
+        Ok(())
+    }
+
+    fn exact_similarity(&self, id: &DrawerId, vector: &[f32], model: Option<&str>) -> Option<f32> {
+        let drawer = self.store().drawer(self.workspace(), id).ok()??;
+        let embedding = drawer.embedding?;
+        (Some(embedding.model.as_str()) == model).then(|| vector::cosine(vector, &embedding.vector))
+    }
+}
+
+/// Shared handle type for the event bus.
+pub type SharedEvents = Arc<EventBus>;

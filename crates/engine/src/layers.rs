@@ -1,0 +1,128 @@
+//! The retrieval layers as text (seed 0 §5): wake-up (L0 + L1), recall
+//! (L2), the auto-injector (seed 2), and robotmem's `learn`.
+//!
+//! Choosing drawers happens here (store queries, search); their rendering
+//! within budgets is `core::layers`.
+
+use mempalace_core::layers::{
+    INJECT_MAX_TOKENS, INJECT_THRESHOLD, L1_MAX_DRAWERS, L2_MAX_DRAWERS, Snippet, is_trivial, render_injection,
+    render_l0, render_l1, render_l2,
+};
+use mempalace_core::learn::analyze;
+use mempalace_core::{Confidence, Drawer, Room, Wing};
+use serde_json::Value;
+
+use crate::error::EngineResult;
+use crate::ingest::{IngestReport, IngestRequest};
+use crate::palace::Palace;
+use crate::search::{SearchMode, SearchRequest};
+
+fn snippets(drawers: &[Drawer]) -> Vec<Snippet<'_>> {
+    drawers
+        .iter()
+        .map(|d| Snippet {
+            wing: d.wing.as_str(),
+            room: d.room.as_str(),
+            text: d.content.as_str(),
+            source: d.source_file.as_deref(),
+        })
+        .collect()
+}
+
+/// What the auto-injector decided.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Injection {
+    /// The section to add to the prompt, or `None`.
+    pub section: Option<String>,
+    /// Whether the message was trivial (no lookup was made).
+    pub trivial: bool,
+    /// Memories above the threshold.
+    pub match_count: usize,
+    /// Best relevance seen.
+    pub top_score: f64,
+}
+
+/// What `learn` filed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Learned {
+    /// The pipeline's report.
+    pub report: IngestReport,
+    /// The inferred category.
+    pub category: &'static str,
+    /// The estimated confidence.
+    pub confidence: f64,
+    /// Tags attached.
+    pub tags: Vec<String>,
+}
+
+impl Palace {
+    /// L0 + L1: the identity and the essential story, optionally of one wing.
+    pub fn wake_up(&self, wing: Option<&str>) -> EngineResult<String> {
+        let identity = self.identity()?;
+        let top = self.store().top_drawers(self.workspace(), wing, L1_MAX_DRAWERS)?;
+        Ok(format!("{}\n\n{}", render_l0(identity.as_ref().map(|r| r.identity.as_str())), render_l1(&snippets(&top))))
+    }
+
+    /// L2: the latest drawers of a wing (and room).
+    pub fn recall(&self, wing: &str, room: Option<&str>) -> EngineResult<String> {
+        let drawers = self.store().place_drawers(self.workspace(), wing, room, L2_MAX_DRAWERS)?;
+        Ok(render_l2(wing, room, &snippets(&drawers)))
+    }
+
+    /// The auto-injector: a ≤ 200-token section of memories relevant to
+    /// `message` (relevance ≥ 0.3), or nothing; trivial messages skip the
+    /// lookup. Relevance is the cosine similarity when vectors are
+    /// available, else the BM25 score scaled by `s / (s + 5)`.
+    pub fn inject(&self, message: &str) -> EngineResult<Injection> {
+        if is_trivial(message) {
+            return Ok(Injection { section: None, trivial: true, match_count: 0, top_score: 0.0 });
+        }
+        let outcome = self.search(&SearchRequest {
+            query: message.to_string(),
+            limit: Some(10),
+            skip_access_tracking: true,
+            ..SearchRequest::default()
+        })?;
+        let lexical_only = matches!(outcome.mode, SearchMode::LexicalOnly(_));
+        let mut scored: Vec<(&str, f64)> = outcome
+            .hits
+            .iter()
+            .map(|hit| {
+                let relevance = match (hit.similarity, lexical_only) {
+                    (Some(similarity), _) => f64::from(similarity),
+                    (None, true) => hit.bm25.map_or(0.0, |s| s / (s + 5.0)),
+                    (None, false) => 0.0,
+                };
+                (hit.drawer.content.as_str(), relevance)
+            })
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let match_count = scored.iter().filter(|(_, s)| *s >= INJECT_THRESHOLD).count();
+        let top_score = scored.first().map_or(0.0, |(_, s)| *s);
+        let section = render_injection(&scored, INJECT_THRESHOLD, INJECT_MAX_TOKENS);
+        if section.is_some() {
+            let ids: Vec<_> = outcome.hits.iter().map(|h| h.drawer.id.clone()).collect();
+            let _ = self.store().touch_access(self.workspace(), &ids, self.now());
+        }
+        Ok(Injection { section, trivial: false, match_count, top_score })
+    }
+
+    /// robotmem `learn`: files a short insight with its inferred category
+    /// (the room), confidence, scope and tags, in `collection` (the wing).
+    pub fn learn(&self, insight: &str, collection: &Wing, context: Option<&Value>) -> EngineResult<Learned> {
+        let analysis = analyze(insight);
+        let room = Room::parse(analysis.category)?;
+        let mut request = IngestRequest::new(collection.clone(), room, insight, "learn");
+        request.raw = true;
+        request.confidence = Some(Confidence::new(analysis.confidence)?);
+        request.tags = analysis.tags.clone();
+        if let Some(Value::Object(map)) = context {
+            request.context = map.clone();
+        }
+        request.context.insert("category".into(), Value::from(analysis.category));
+        request.context.insert("scope_files".into(), Value::from(analysis.scope_files.clone()));
+        request.context.insert("scope_entities".into(), Value::from(analysis.scope_entities.clone()));
+        let report = self.ingest(request)?;
+        Ok(Learned { report, category: analysis.category, confidence: analysis.confidence, tags: analysis.tags })
+    }
+}

@@ -1,0 +1,291 @@
+//! Hybrid search over the whole workspace (L3): BM25 from the store's
+//! lexical index and cosine similarity from the vector index, fused, then
+//! filtered, re-weighted, cut to the limit and the 14,000-character cap.
+//!
+//! Pipeline (seed 1 with seed 0's ranking as an alternative):
+//! 1. candidates: up to `CANDIDATES` from BM25 (query words, CJK segmented)
+//!    and up to `CANDIDATES` from the vector index (query embedded with the
+//!    configured model; skipped, and reported, when no embedder is
+//!    available), both restricted by the structured filter;
+//! 2. fusion: reciprocal rank fusion (k = 60) or the seed-0 score
+//!    `importance × recency × max(similarity, graph) + agent affinity`;
+//! 3. the fused head is fetched; context filter, spatial order and
+//!    distance cut-offs apply; real-world memories weigh × 1.5;
+//! 4. top `limit` (≤ 50) within 14,000 characters, scores normalised so the
+//!    best is 1.0 (MaxScore); returned drawers get access tracking.
+
+use std::collections::{HashMap, HashSet};
+
+use mempalace_core::filter::{ContextFilter, SpatialSort};
+use mempalace_core::fusion::{
+    REAL_WORLD_WEIGHT, RRF_K, idf, lexical_similarity, max_normalize, recency_factor, rrf, seed0_score,
+};
+use mempalace_core::layers::{L3_DEFAULT_RESULTS, L3_MAX_RESULTS, l3_fit};
+use mempalace_core::{Drawer, DrawerId, lexical, vector};
+use mempalace_store::DrawerFilter;
+
+use crate::error::EngineResult;
+use crate::palace::Palace;
+
+/// Candidates taken from each ranked list before fusion.
+pub const CANDIDATES: usize = 100;
+
+/// How lexical and vector candidates are combined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fusion {
+    /// Reciprocal rank fusion, k = 60 (robotmem).
+    Rrf,
+    /// Weighted scores (GoClaw's weights): `0.3 × lexical + 0.7 × cosine`,
+    /// the lexical part being BM25 over the query terms' IDF sum
+    /// (`core::fusion::lexical_similarity`); when one channel returned
+    /// nothing, the other's score stands alone.
+    #[default]
+    Weighted,
+    /// `importance × recency × max(similarity, graph) + agent affinity` (seed 0).
+    Seed0,
+}
+
+/// GoClaw's hybrid weights (seed 2 "Searching Memory").
+pub const LEXICAL_WEIGHT: f64 = 0.3;
+/// See [`LEXICAL_WEIGHT`].
+pub const VECTOR_WEIGHT: f64 = 0.7;
+
+/// A search as callers describe it.
+#[derive(Debug, Clone, Default)]
+pub struct SearchRequest {
+    /// The query text.
+    pub query: String,
+    /// Results wanted (default 5, at most 50).
+    pub limit: Option<usize>,
+    /// Structured filter (wing, room, type, tags, time, owner, …).
+    pub filter: DrawerFilter,
+    /// robotmem `context_filter`.
+    pub context_filter: Option<ContextFilter>,
+    /// robotmem `spatial_sort`.
+    pub spatial: Option<SpatialSort>,
+    /// Drop hits whose cosine distance (1 − similarity) exceeds this
+    /// (MemPalace `max_distance`; 0 or `None` = no cut).
+    pub max_distance: Option<f64>,
+    /// Fusion method.
+    pub fusion: Fusion,
+    /// The asking agent, for the seed-0 affinity boost.
+    pub agent: Option<String>,
+    /// Whether returned drawers get access tracking (default true).
+    pub skip_access_tracking: bool,
+}
+
+/// Why a search ran without vectors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SearchMode {
+    /// BM25 and vectors.
+    Hybrid,
+    /// BM25 only, with the reason.
+    LexicalOnly(String),
+}
+
+/// One result.
+#[derive(Debug, Clone)]
+pub struct SearchHit {
+    /// The drawer.
+    pub drawer: Drawer,
+    /// Final score, normalised so the best hit is 1.0.
+    pub score: f64,
+    /// Cosine similarity to the query, when both have vectors of the model.
+    pub similarity: Option<f32>,
+    /// BM25 score (higher is better), when the drawer matched lexically.
+    pub bm25: Option<f64>,
+    /// Distance to the spatial target, when sorting spatially.
+    pub distance: Option<f64>,
+}
+
+/// What a search returned.
+#[derive(Debug, Clone)]
+pub struct SearchOutcome {
+    /// Hits, best first.
+    pub hits: Vec<SearchHit>,
+    /// Hybrid or lexical-only.
+    pub mode: SearchMode,
+    /// Distinct candidates considered before filtering and the limit.
+    pub candidates: usize,
+}
+
+/// Words too common to help a BM25 query.
+fn is_stopword(term: &str) -> bool {
+    const STOPWORDS: &[&str] = &[
+        "a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "by", "for", "with", "from", "is", "are",
+        "was", "were", "be", "been", "do", "does", "did", "it", "its", "this", "that", "what", "which", "who", "whom",
+        "how", "when", "where", "why", "i", "me", "my", "we", "our", "you", "your", "he", "she", "his", "her", "they",
+        "them", "their", "have", "has", "had", "can", "could", "would", "should", "will", "about", "as", "into", "any",
+        "some", "there", "so", "if", "than", "then", "too", "very", "just", "not", "no", "yes", "up", "out", "also",
+    ];
+    STOPWORDS.contains(&term)
+}
+
+/// The BM25 terms of a query: its words minus stopwords (all of them when
+/// every word is a stopword).
+pub fn query_terms(query: &str) -> Vec<String> {
+    let all = lexical::query_terms(query);
+    let kept: Vec<String> = all.iter().filter(|term| !is_stopword(term)).cloned().collect();
+    if kept.is_empty() { all } else { kept }
+}
+
+fn is_real_world(drawer: &Drawer) -> bool {
+    drawer.perception.is_some()
+        || drawer.context.get("source").and_then(|v| v.as_str()).is_some_and(|s| s == "real_world" || s == "real")
+}
+
+impl Palace {
+    /// Runs a hybrid search (see the module doc).
+    pub fn search(&self, request: &SearchRequest) -> EngineResult<SearchOutcome> {
+        let limit = request.limit.unwrap_or(L3_DEFAULT_RESULTS).clamp(1, L3_MAX_RESULTS);
+        let terms = query_terms(&request.query);
+        let lexical = self.store().lexical_search(self.workspace(), &terms, &request.filter, CANDIDATES)?;
+
+        let (vector_hits, query_vector, mode) = self.vector_candidates(&request.query, &request.filter)?;
+
+        let lexical_ids: Vec<DrawerId> = lexical.iter().map(|(id, _)| id.clone()).collect();
+        let vector_ids: Vec<DrawerId> = vector_hits.iter().map(|(id, _)| id.clone()).collect();
+        let bm25: HashMap<&DrawerId, f64> = lexical.iter().map(|(id, score)| (id, *score)).collect();
+        let fused = rrf(&[(&lexical_ids[..], 1.0), (&vector_ids[..], 1.0)], RRF_K);
+        let candidates = fused.len();
+
+        // The head of the fused list is fetched; post-filters may drop some.
+        // Rank fusion puts every strong candidate of either list near the
+        // head, whichever final scoring is used.
+        let head_size = (limit * 4).max(50);
+        let head_ids: Vec<DrawerId> = fused.iter().take(head_size).map(|(id, _)| id.clone()).collect();
+        let drawers = self.store().drawers(self.workspace(), &head_ids)?;
+        let by_id: HashMap<DrawerId, Drawer> = drawers.into_iter().map(|d| (d.id.clone(), d)).collect();
+        let rrf_score: HashMap<&DrawerId, f64> = fused.iter().map(|(id, score)| (id, *score)).collect();
+        let idf_sum: f64 = if lexical.is_empty() {
+            0.0
+        } else {
+            let (documents, counts) = self.store().term_frequencies(&terms)?;
+            counts.iter().map(|&n| idf(documents.max(1), n)).sum()
+        };
+        let now = self.now();
+
+        let mut hits: Vec<SearchHit> = Vec::new();
+        for id in &head_ids {
+            let Some(drawer) = by_id.get(id) else { continue };
+            if let Some(filter) = &request.context_filter
+                && !filter.matches(&drawer.context)
+            {
+                continue;
+            }
+            let similarity = match (&query_vector, &drawer.embedding) {
+                (Some((model, q)), Some(embedding)) if &embedding.model == model => {
+                    Some(vector::cosine(q, &embedding.vector))
+                }
+                _ => None,
+            };
+            if let (Some(max), Some(sim)) = (request.max_distance.filter(|d| *d > 0.0), similarity)
+                && 1.0 - f64::from(sim) > max
+            {
+                continue;
+            }
+            let distance = match &request.spatial {
+                Some(spatial) => match spatial.distance(&drawer.context) {
+                    Some(d) if spatial.max_distance.is_none_or(|max| d <= max) => Some(d),
+                    _ => continue,
+                },
+                None => None,
+            };
+            let lexical_similarity = bm25.get(id).map_or(0.0, |s| lexical_similarity(*s, idf_sum));
+            let mut score = match request.fusion {
+                Fusion::Rrf => rrf_score.get(id).copied().unwrap_or(0.0),
+                Fusion::Weighted => {
+                    let cosine = f64::from(similarity.unwrap_or(0.0)).max(0.0);
+                    match (lexical.is_empty(), query_vector.is_none()) {
+                        (true, _) => cosine,
+                        (false, true) => lexical_similarity,
+                        (false, false) => LEXICAL_WEIGHT * lexical_similarity + VECTOR_WEIGHT * cosine,
+                    }
+                }
+                Fusion::Seed0 => {
+                    let similarity = f64::from(similarity.unwrap_or(0.0)).max(lexical_similarity);
+                    let last = drawer.last_accessed_at.unwrap_or(drawer.filed_at);
+                    let days = (now - last).num_seconds() as f64 / 86_400.0;
+                    let same_agent = request.agent.is_some() && request.agent == drawer.added_by_agent;
+                    seed0_score(drawer.importance.get(), recency_factor(days), similarity, 0.0, same_agent)
+                }
+            };
+            if is_real_world(drawer) {
+                score *= REAL_WORLD_WEIGHT;
+            }
+            hits.push(SearchHit { drawer: drawer.clone(), score, similarity, bm25: bm25.get(id).copied(), distance });
+        }
+        match &request.spatial {
+            Some(_) => hits.sort_by(|a, b| a.distance.unwrap_or(f64::MAX).total_cmp(&b.distance.unwrap_or(f64::MAX))),
+            None => hits.sort_by(|a, b| b.score.total_cmp(&a.score)),
+        }
+        hits.truncate(limit);
+        let lengths: Vec<usize> = hits.iter().map(|h| h.drawer.content.as_str().chars().count()).collect();
+        hits.truncate(l3_fit(&lengths));
+        let mut scores: Vec<f64> = hits.iter().map(|h| h.score).collect();
+        max_normalize(&mut scores);
+        for (hit, score) in hits.iter_mut().zip(scores) {
+            hit.score = score;
+        }
+        if !request.skip_access_tracking && !hits.is_empty() {
+            let ids: Vec<DrawerId> = hits.iter().map(|h| h.drawer.id.clone()).collect();
+            if let Err(error) = self.store().touch_access(self.workspace(), &ids, now) {
+                // Access tracking must never fail a search.
+                tracing::warn!(%error, "access tracking failed");
+            }
+        }
+        Ok(SearchOutcome { hits, mode, candidates })
+    }
+
+    /// Vector candidates for a query, the query vector (with its model) and
+    /// the resulting mode.
+    #[allow(clippy::type_complexity)]
+    fn vector_candidates(
+        &self,
+        query: &str,
+        filter: &DrawerFilter,
+    ) -> EngineResult<(Vec<(DrawerId, f32)>, Option<(String, Vec<f32>)>, SearchMode)> {
+        let Some(embedder) = self.embedder() else {
+            return Ok((Vec::new(), None, SearchMode::LexicalOnly("no embedding model is configured".into())));
+        };
+        if !embedder.available() {
+            return Ok((
+                Vec::new(),
+                None,
+                SearchMode::LexicalOnly(format!(
+                    "embedding provider {} is cooling down after failures",
+                    embedder.model_id()
+                )),
+            ));
+        }
+        let query_vector = match embedder.embed_one(query) {
+            Ok(vector) => vector,
+            Err(error) => {
+                tracing::warn!(%error, "query embedding failed; searching lexically");
+                return Ok((Vec::new(), None, SearchMode::LexicalOnly(format!("query embedding failed: {error}"))));
+            }
+        };
+        let model = embedder.model_id().to_string();
+        let index = self.vector_index(&model);
+        index.refresh(self.store().as_ref())?;
+        let allowed: Option<HashSet<DrawerId>> = if *filter == DrawerFilter::default() {
+            None
+        } else {
+            Some(self.store().filtered_ids(self.workspace(), filter)?.into_iter().collect())
+        };
+        let hits = index.search(&query_vector, CANDIDATES, allowed.as_ref());
+        Ok((hits, Some((model, query_vector)), SearchMode::Hybrid))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_terms_drop_stopwords_unless_nothing_is_left() {
+        assert_eq!(query_terms("What database did we choose?"), vec!["database", "choose"]);
+        assert_eq!(query_terms("what is it"), vec!["what", "is", "it"]);
+        assert_eq!(query_terms("错误 E4471 的原因"), vec!["错误", "e4471", "的", "原因"]);
+    }
+}

@@ -1,0 +1,461 @@
+//! The engine end to end on a real SQLite palace: ingestion pipeline,
+//! dedup, the pool, hybrid search quality with the real MiniLM, lexical
+//! fallback and recovery, and the retrieval layers.
+//!
+//! Tests with the real model need `MEMPALACE_MODEL_DIR` (scripts/test.sh
+//! sets it after fetching the weights); they fail, not skip, without it.
+
+// Diagnostics of the retrieval test are printed for the person running it.
+#![allow(clippy::print_stderr)]
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use mempalace_core::{Room, Wing, WorkspaceId};
+use mempalace_embed::files::{minilm_dir, static_dir};
+use mempalace_embed::minilm::MiniLm;
+use mempalace_embed::resilient::{Clock, Resilient};
+use mempalace_embed::static_model::StaticModel;
+use mempalace_embed::{EmbedError, EmbedResult, Embedder};
+use mempalace_engine::ingest::ChunkOutcome;
+use mempalace_engine::pool::{IngestPool, PoolConfig, SubmitError};
+use mempalace_engine::{Fusion, IngestRequest, Palace, SearchMode, SearchRequest};
+use mempalace_sqlite::{SqliteOptions, SqliteStore};
+use serde_json::Value;
+
+fn model_root() -> PathBuf {
+    std::env::var_os("MEMPALACE_MODEL_DIR")
+        .map(PathBuf::from)
+        .expect("MEMPALACE_MODEL_DIR is not set; run ./scripts/test.sh (it fetches the models)")
+}
+
+fn minilm() -> Arc<dyn Embedder> {
+    static MODEL: OnceLock<Arc<MiniLm>> = OnceLock::new();
+    MODEL.get_or_init(|| Arc::new(MiniLm::load(&minilm_dir(&model_root())).expect("load MiniLM"))).clone()
+}
+
+fn static_model() -> Arc<dyn Embedder> {
+    static MODEL: OnceLock<Arc<StaticModel>> = OnceLock::new();
+    MODEL.get_or_init(|| Arc::new(StaticModel::load(&static_dir(&model_root())).expect("load static model"))).clone()
+}
+
+fn palace(embedder: Option<Arc<dyn Embedder>>) -> (tempfile::TempDir, Palace) {
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        SqliteStore::open(&dir.path().join("palace.db"), SqliteOptions { create: true, ..SqliteOptions::default() })
+            .unwrap();
+    let mut palace = Palace::new(Arc::new(store), WorkspaceId::default_workspace());
+    if let Some(embedder) = embedder {
+        palace = palace.with_embedder(embedder);
+    }
+    (dir, palace)
+}
+
+fn request(wing: &str, room: &str, text: &str) -> IngestRequest {
+    IngestRequest::new(Wing::parse(wing).unwrap(), Room::parse(room).unwrap(), text, "test")
+}
+
+fn data() -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/retrieval.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// 165 distinct distractor sentences from varied templates.
+fn distractors() -> Vec<String> {
+    let subjects = [
+        "The finance team",
+        "Our QA lead",
+        "The data pipeline group",
+        "Marco",
+        "The design review board",
+        "The mobile squad",
+        "Priya",
+        "The support desk",
+        "The research group",
+        "Our landlord",
+        "The legal department",
+    ];
+    let verbs = [
+        "scheduled a workshop about",
+        "wrote a long report on",
+        "is still evaluating",
+        "complained loudly about",
+        "presented early results on",
+        "ordered new equipment for",
+        "updated the wiki page on",
+        "is hiring someone for",
+        "cancelled the session on",
+        "proposed a small budget for",
+        "asked for volunteers to help with",
+        "published a newsletter about",
+        "opened a discussion thread on",
+        "drafted a policy for",
+        "ran a survey about",
+    ];
+    let objects = [
+        "accessibility audits",
+        "the onboarding checklist",
+        "quarterly revenue forecasts",
+        "solar panels for the roof",
+        "the sales dashboard",
+        "keyboard shortcuts",
+        "the winter party",
+        "vendor contracts",
+        "password rotation rules",
+        "the podcast launch",
+        "bicycle parking",
+        "translation memory tools",
+        "the internship program",
+        "office plants",
+        "load balancer settings",
+    ];
+    let mut out = Vec::new();
+    for i in 0..165 {
+        let s = subjects[i % subjects.len()];
+        let v = verbs[(i / subjects.len() + i) % verbs.len()];
+        let o = objects[(i * 7 + i / 11) % objects.len()];
+        out.push(format!("{s} {v} {o} during week {} of the project.", i % 52 + 1));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Issue 4: 200 varied drawers; paraphrased queries find their drawer in
+/// the top 3 for at least 90% of 30 queries with the hybrid search, and
+/// exact identifiers win through BM25.
+#[test]
+fn hybrid_search_finds_paraphrases_and_exact_keywords() {
+    let (_dir, palace) = palace(Some(minilm()));
+    let data = data();
+    let mut requests = Vec::new();
+    for target in data["targets"].as_array().unwrap() {
+        requests.push(request("work", "notes", target["text"].as_str().unwrap()));
+    }
+    for keyword in data["keywords"].as_array().unwrap() {
+        requests.push(request("work", "codes", keyword["text"].as_str().unwrap()));
+    }
+    let distractors = distractors();
+    for text in &distractors {
+        requests.push(request("company", "news", text));
+    }
+    let total = requests.len();
+    assert!(total >= 200, "{total} drawers");
+    let reports = palace.ingest_batch(requests);
+    let mut ids = Vec::new();
+    for report in &reports {
+        let report = report.as_ref().expect("ingest");
+        assert!(!report.noise);
+        ids.push(report.drawer_ids()[0].clone());
+    }
+
+    let targets = data["targets"].as_array().unwrap();
+    let top3 = |fusion: Fusion| {
+        let mut found = 0;
+        for (index, target) in targets.iter().enumerate() {
+            let query = SearchRequest {
+                query: target["query"].as_str().unwrap().into(),
+                limit: Some(3),
+                fusion,
+                skip_access_tracking: true,
+                ..Default::default()
+            };
+            let outcome = palace.search(&query).unwrap();
+            assert_eq!(outcome.mode, SearchMode::Hybrid);
+            if outcome.hits.iter().any(|hit| hit.drawer.id == ids[index]) {
+                found += 1;
+            } else if fusion == Fusion::default() {
+                eprintln!("missed: {:?}", target["query"]);
+            }
+        }
+        found
+    };
+    let (weighted, rrf, seed0) = (top3(Fusion::Weighted), top3(Fusion::Rrf), top3(Fusion::Seed0));
+    eprintln!("paraphrase top-3 of {}: weighted {weighted}, rrf {rrf}, seed0 {seed0}", targets.len());
+    let found = top3(Fusion::default());
+    assert!(found * 10 >= targets.len() * 9, "paraphrase top-3 with the default fusion: {found}/{}", targets.len());
+
+    for (offset, keyword) in data["keywords"].as_array().unwrap().iter().enumerate() {
+        let outcome = palace
+            .search(&SearchRequest {
+                query: keyword["query"].as_str().unwrap().into(),
+                limit: Some(3),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(outcome.hits[0].drawer.id, ids[targets.len() + offset], "{}", keyword["query"]);
+        assert_eq!(outcome.hits[0].score, 1.0, "MaxScore: the best hit is 1.0");
+    }
+}
+
+/// A useless embedder: every text gets the same vector.
+struct Constant;
+
+impl Embedder for Constant {
+    fn model_id(&self) -> &str {
+        "constant"
+    }
+    fn dim(&self) -> usize {
+        4
+    }
+    fn embed_batch(&self, texts: &[&str]) -> EmbedResult<Vec<Vec<f32>>> {
+        Ok(texts.iter().map(|_| vec![0.5, 0.5, 0.5, 0.5]).collect())
+    }
+}
+
+#[test]
+fn exact_codes_win_through_bm25_even_with_a_useless_embedder() {
+    let (_dir, palace) = palace(Some(Arc::new(Constant)));
+    let data = data();
+    let mut requests = Vec::new();
+    for keyword in data["keywords"].as_array().unwrap() {
+        let mut r = request("work", "codes", keyword["text"].as_str().unwrap());
+        r.raw = true; // identical vectors would otherwise be deduplicated
+        requests.push(r);
+    }
+    for text in distractors().iter().take(60) {
+        let mut r = request("company", "news", text);
+        r.raw = true;
+        requests.push(r);
+    }
+    let ids: Vec<_> = palace.ingest_batch(requests).into_iter().map(|r| r.unwrap().drawer_ids()[0].clone()).collect();
+    for (index, keyword) in data["keywords"].as_array().unwrap().iter().enumerate() {
+        let outcome = palace
+            .search(&SearchRequest { query: keyword["query"].as_str().unwrap().into(), ..Default::default() })
+            .unwrap();
+        assert_eq!(outcome.hits[0].drawer.id, ids[index]);
+    }
+}
+
+#[test]
+fn dedup_skips_the_same_text_and_near_paraphrases() {
+    let (_dir, palace) = palace(Some(minilm()));
+    let first = palace
+        .ingest(request("w", "r", "The release build failed because the disk on the CI runner was full."))
+        .unwrap();
+    let ChunkOutcome::Filed(id) = &first.chunks[0] else { panic!("{first:?}") };
+    let again = palace
+        .ingest(request("w", "r", "The release build failed because the disk on the CI runner was full."))
+        .unwrap();
+    assert_eq!(again.chunks, vec![ChunkOutcome::AlreadyFiled(id.clone())]);
+    let near = palace
+        .ingest(request("w", "other", "The release build failed since the disk on the CI runner was full."))
+        .unwrap();
+    match &near.chunks[0] {
+        ChunkOutcome::Duplicate { existing, similarity } => {
+            assert_eq!(existing, id);
+            assert!(*similarity > 0.85);
+        }
+        other => panic!("a near-paraphrase was filed: {other:?}"),
+    }
+    let different = palace.ingest(request("w", "r", "Alice prefers dark mode in every editor she uses.")).unwrap();
+    assert!(matches!(different.chunks[0], ChunkOutcome::Filed(_)));
+    assert_eq!(palace.status().unwrap().taxonomy.total_drawers, 2);
+    // Within one batch, too.
+    let batch = palace.ingest_batch(vec![
+        request("x", "y", "Carla brings homemade bread to the office every Friday morning."),
+        request("x", "y", "Every Friday morning Carla brings homemade bread to the office."),
+    ]);
+    let outcomes: Vec<_> = batch.into_iter().map(|r| r.unwrap().chunks[0].clone()).collect();
+    assert!(matches!(outcomes[0], ChunkOutcome::Filed(_)));
+    assert!(matches!(outcomes[1], ChunkOutcome::Duplicate { .. }), "{outcomes:?}");
+}
+
+#[test]
+fn noise_is_dropped_long_text_is_chunked_and_raw_text_is_verbatim() {
+    let (_dir, palace) = palace(Some(static_model()));
+    assert!(palace.ingest(request("w", "r", "thanks!")).unwrap().noise);
+    let long: String =
+        (0..30).map(|i| format!("Sentence {i} describes the calibration step number {i} in detail. ")).collect();
+    let report = palace.ingest(request("w", "r", &long)).unwrap();
+    assert!(report.chunks.len() >= 3, "{}", report.chunks.len());
+    let first = palace.drawer(report.drawer_ids()[0]).unwrap();
+    assert_eq!(first.chunk_index, Some(0));
+    assert!(first.memory_type.is_some(), "classified");
+    let mut raw = request("w", "r", "ok");
+    raw.raw = true;
+    let raw_report = palace.ingest(raw).unwrap();
+    let drawer = palace.drawer(raw_report.drawer_ids()[0]).unwrap();
+    assert_eq!(drawer.content.as_str(), "ok");
+    assert_eq!(drawer.memory_type, None);
+}
+
+/// An embedder that waits until released, counting calls.
+struct Gate {
+    open: AtomicBool,
+    calls: AtomicUsize,
+}
+
+impl Embedder for Gate {
+    fn model_id(&self) -> &str {
+        "gate"
+    }
+    fn dim(&self) -> usize {
+        2
+    }
+    fn embed_batch(&self, texts: &[&str]) -> EmbedResult<Vec<Vec<f32>>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        while !self.open.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        Ok(texts.iter().enumerate().map(|(i, t)| vec![t.len() as f32, i as f32 + 1.0]).collect())
+    }
+}
+
+#[test]
+fn a_full_queue_drops_and_counts_without_blocking_and_shutdown_drains() {
+    let gate = Arc::new(Gate { open: AtomicBool::new(false), calls: AtomicUsize::new(0) });
+    let (_dir, palace) = palace(Some(gate.clone() as Arc<dyn Embedder>));
+    let pool = IngestPool::start(palace.clone(), PoolConfig { workers: 1, capacity: 3 }, None);
+    let started = Instant::now();
+    let mut dropped = 0;
+    for i in 0..20 {
+        let mut r = request("w", "r", &format!("memory number {i} about the calibration of joint {i}"));
+        r.raw = true;
+        if pool.submit(r) == Err(SubmitError::QueueFull) {
+            dropped += 1;
+        }
+    }
+    assert!(started.elapsed() < Duration::from_millis(500), "submit never blocks");
+    assert!(dropped >= 15, "{dropped} dropped");
+    assert_eq!(pool.metrics().dropped.load(Ordering::Relaxed), dropped as u64);
+    let submitted = pool.metrics().submitted.load(Ordering::Relaxed);
+    assert_eq!(submitted + dropped as u64, 20);
+    gate.open.store(true, Ordering::SeqCst);
+    pool.shutdown();
+    assert_eq!(pool.metrics().processed.load(Ordering::Relaxed), submitted, "shutdown drained everything queued");
+    assert_eq!(palace.status().unwrap().taxonomy.total_drawers, submitted);
+    assert!(pool.submit(request("w", "r", "after shutdown there is nothing")).is_err());
+}
+
+#[test]
+fn the_pool_batches_embedding_calls_across_queued_work() {
+    let gate = Arc::new(Gate { open: AtomicBool::new(false), calls: AtomicUsize::new(0) });
+    let (_dir, palace) = palace(Some(gate.clone() as Arc<dyn Embedder>));
+    let events = palace.events().subscribe(100);
+    let pool = IngestPool::start(palace.clone(), PoolConfig { workers: 1, capacity: 100 }, None);
+    for i in 0..30 {
+        let mut r = request("w", "r", &format!("queued memory {i} waiting for the worker"));
+        r.raw = true;
+        pool.submit(r).unwrap();
+    }
+    gate.open.store(true, Ordering::SeqCst);
+    pool.shutdown();
+    assert_eq!(palace.status().unwrap().taxonomy.total_drawers, 30);
+    assert!(
+        gate.calls.load(Ordering::SeqCst) < 30,
+        "{} embedding calls for 30 drawers",
+        gate.calls.load(Ordering::SeqCst)
+    );
+    assert_eq!(events.try_iter().count(), 30, "one event per filed drawer");
+}
+
+/// A provider that fails until fixed.
+struct Flaky {
+    broken: AtomicBool,
+}
+
+impl Embedder for Flaky {
+    fn model_id(&self) -> &str {
+        "flaky"
+    }
+    fn dim(&self) -> usize {
+        2
+    }
+    fn embed_batch(&self, texts: &[&str]) -> EmbedResult<Vec<Vec<f32>>> {
+        if self.broken.load(Ordering::SeqCst) {
+            Err(EmbedError::Provider("HTTP 500".into()))
+        } else {
+            Ok(texts.iter().map(|t| vec![1.0, t.len() as f32]).collect())
+        }
+    }
+}
+
+#[test]
+fn a_failing_provider_degrades_search_to_bm25_and_recovers() {
+    let flaky = Arc::new(Flaky { broken: AtomicBool::new(false) });
+    let base = Instant::now();
+    let offset = Arc::new(AtomicU64::new(0));
+    let clock_offset = Arc::clone(&offset);
+    let clock: Clock = Arc::new(move || base + Duration::from_secs(clock_offset.load(Ordering::SeqCst)));
+    let provider = Arc::new(Resilient::with_clock(Arc::clone(&flaky), clock));
+    let (_dir, palace) = palace(Some(provider as Arc<dyn Embedder>));
+    palace.ingest(request("w", "r", "The gripper calibration uses a force of 12.5 newtons.")).unwrap();
+    let query = SearchRequest { query: "gripper calibration force".into(), ..Default::default() };
+    assert_eq!(palace.search(&query).unwrap().mode, SearchMode::Hybrid);
+
+    flaky.broken.store(true, Ordering::SeqCst);
+    let failed = palace.search(&query).unwrap();
+    assert!(
+        matches!(&failed.mode, SearchMode::LexicalOnly(reason) if reason.contains("HTTP 500")),
+        "{:?}",
+        failed.mode
+    );
+    assert_eq!(failed.hits.len(), 1, "BM25 still finds it");
+    let cooling = palace.search(&query).unwrap();
+    assert!(
+        matches!(&cooling.mode, SearchMode::LexicalOnly(reason) if reason.contains("cooling down")),
+        "{:?}",
+        cooling.mode
+    );
+
+    flaky.broken.store(false, Ordering::SeqCst);
+    offset.store(61, Ordering::SeqCst);
+    let recovered = palace.search(&query).unwrap();
+    assert_eq!(recovered.mode, SearchMode::Hybrid);
+    assert_eq!(recovered.hits.len(), 1);
+}
+
+#[test]
+fn without_an_embedder_search_is_lexical_and_says_so() {
+    let (_dir, palace) = palace(None);
+    palace.ingest(request("w", "r", "Error code E4471 appears when the firmware overheats.")).unwrap();
+    let outcome = palace.search(&SearchRequest { query: "E4471 firmware".into(), ..Default::default() }).unwrap();
+    assert!(matches!(outcome.mode, SearchMode::LexicalOnly(_)));
+    assert_eq!(outcome.hits.len(), 1);
+    assert_eq!(outcome.hits[0].drawer.access_count, 0, "the hit is the state before this search");
+    let again = palace.search(&SearchRequest { query: "E4471".into(), ..Default::default() }).unwrap();
+    assert_eq!(again.hits[0].drawer.access_count, 1, "returned drawers get access tracking");
+}
+
+#[test]
+fn wake_up_recall_and_inject() {
+    let (_dir, palace) = palace(Some(minilm()));
+    palace.set_identity(&mempalace_core::Identity::parse("I am Atlas, the lab assistant.").unwrap()).unwrap();
+    let mut important = request("lab", "decisions", "We decided to keep PostgreSQL as the backend database for good.");
+    important.importance = Some(mempalace_core::Importance::new(5.0).unwrap());
+    palace.ingest(important).unwrap();
+    palace
+        .ingest(request("lab", "gripper", "The gripper works best at 12.5 N after the force sensor recalibration."))
+        .unwrap();
+    let wake = palace.wake_up(None).unwrap();
+    assert!(wake.starts_with("## L0 — IDENTITY\nI am Atlas"), "{wake}");
+    assert!(wake.find("[decisions]").unwrap() < wake.find("[gripper]").unwrap(), "rooms alphabetical: {wake}");
+    let recall = palace.recall("lab", Some("gripper")).unwrap();
+    assert!(recall.contains("12.5 N") && !recall.contains("PostgreSQL"), "{recall}");
+
+    let trivial = palace.inject("thanks, ok!").unwrap();
+    assert!(trivial.trivial && trivial.section.is_none());
+    let relevant = palace.inject("What force should the gripper use after calibration?").unwrap();
+    let section = relevant.section.expect("a relevant memory is injected");
+    assert!(section.contains("12.5 N"), "{section}");
+    assert!(section.chars().count() <= 800);
+    let unrelated = palace.inject("Recommend a good pasta recipe with tomatoes and basil").unwrap();
+    assert!(unrelated.section.is_none(), "{:?}", unrelated.section);
+}
+
+#[test]
+fn learn_files_an_insight_with_category_tags_and_scope() {
+    let (_dir, palace) = palace(Some(static_model()));
+    let learned = palace
+        .learn("grip_force=12.5N works best because sensor was calibrated", &Wing::parse("robot").unwrap(), None)
+        .unwrap();
+    assert_eq!(learned.category, "root_cause");
+    let drawer = palace.drawer(learned.report.drawer_ids()[0]).unwrap();
+    assert_eq!(drawer.room.as_str(), "root_cause");
+    assert!((drawer.confidence.get() - 0.9).abs() < 1e-9);
+    assert_eq!(drawer.context["scope_entities"], serde_json::json!(["grip_force"]));
+    assert!(drawer.tags.iter().any(|t| t.tag == "root_cause"));
+}
