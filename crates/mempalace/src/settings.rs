@@ -202,6 +202,10 @@ pub struct Settings {
     pub embedder: EmbedderKind,
     /// The remote endpoint, when one is configured.
     pub remote_embed: Option<RemoteEmbedSettings>,
+    /// Phase gates of the tier decision (`CRAWBL_MEM_HEURISTIC_HIGH/LOW`).
+    pub heuristic_high: f64,
+    /// See `heuristic_high`.
+    pub heuristic_low: f64,
 }
 
 /// Where the palace file lives for a palace path: an existing file, or a
@@ -298,7 +302,24 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
             "the {embedder:?} embedder needs an endpoint: set MEMPALACE_EMBED_BASE_URL (or embed_base_url in config.json)"
         );
     }
-    Ok(Settings { palace_file: palace_file(&palace), workspace, busy_timeout_ms, model_dir, embedder, remote_embed })
+    let number = |names: &[&str], default: f64| -> Result<f64> {
+        match names.iter().find_map(|name| env.get(*name).filter(|v| !v.is_empty()).map(|v| (name, v))) {
+            Some((name, value)) => {
+                value.trim().parse::<f64>().with_context(|| format!("{name}={value:?} is not a number"))
+            }
+            None => Ok(default),
+        }
+    };
+    Ok(Settings {
+        palace_file: palace_file(&palace),
+        workspace,
+        busy_timeout_ms,
+        model_dir,
+        embedder,
+        remote_embed,
+        heuristic_high: number(&["MEMPALACE_MEM_HEURISTIC_HIGH", "CRAWBL_MEM_HEURISTIC_HIGH"], 999.0)?,
+        heuristic_low: number(&["MEMPALACE_MEM_HEURISTIC_LOW", "CRAWBL_MEM_HEURISTIC_LOW"], 999.0)?,
+    })
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::io::Read;
 use anyhow::Result;
 use clap::Args;
 use mempalace_core::{Content, DrawerId, Hall, Importance, MemoryType, Room, Wing};
-use mempalace_engine::{AddOutcome, DeleteMode, NewDrawer, Palace};
+use mempalace_engine::{ChunkOutcome, DeleteMode, IngestRequest, Palace};
 
 use super::UserError;
 use super::wire;
@@ -38,7 +38,11 @@ pub struct AddArgs {
     /// A tag to attach (repeatable).
     #[arg(long = "tag", value_name = "TAG")]
     pub tags: Vec<String>,
-    /// Print {"drawer_id": …, "added": bool} instead of the bare id.
+    /// File the text verbatim: no noise filter, classification, chunking
+    /// (up to 10,000 characters) or near-duplicate check.
+    #[arg(long)]
+    pub raw: bool,
+    /// Print {"drawer_ids": […], "chunks": […]} instead of the bare ids.
     #[arg(long)]
     pub json: bool,
     /// The memory text, verbatim, or `-` to read it from stdin.
@@ -87,27 +91,60 @@ pub(super) fn read_text(text: String) -> Result<String> {
 
 pub fn add(palace: &Palace, args: AddArgs) -> Result<()> {
     let text = read_text(args.text)?;
-    let new = NewDrawer {
-        wing: Wing::parse(&args.wing)?,
-        room: Room::parse(&args.room)?,
-        hall: args.hall.as_deref().map(Hall::parse).transpose()?,
-        content: Content::parse(text)?,
-        memory_type: args.memory_type.as_deref().map(str::parse::<MemoryType>).transpose()?,
-        importance: args.importance.map(Importance::new).transpose()?,
-        confidence: None,
-        source_file: args.source_file,
-        added_by: args.added_by,
-        tags: args.tags,
-    };
-    let outcome = palace.add_drawer(new)?;
-    let added = matches!(outcome, AddOutcome::Added(_));
+    let mut request =
+        IngestRequest::new(Wing::parse(&args.wing)?, Room::parse(&args.room)?, text.clone(), args.added_by);
+    request.hall = args.hall.as_deref().map(Hall::parse).transpose()?;
+    request.memory_type = args.memory_type.as_deref().map(str::parse::<MemoryType>).transpose()?;
+    request.importance = args.importance.map(Importance::new).transpose()?;
+    request.source_file = args.source_file;
+    request.tags = args.tags;
+    request.raw = args.raw;
+    if args.raw {
+        // Raw text is one drawer: the same limit as any drawer.
+        Content::parse(text.clone())?;
+    }
+    let report = palace.ingest(request)?;
+    if report.noise {
+        let shown: String = text.chars().take(40).collect();
+        return Err(UserError(format!(
+            "not filed: {shown:?} looks like chat noise (a greeting, an acknowledgement or fewer than three words); \
+             pass --raw to file it verbatim"
+        ))
+        .into());
+    }
+    if let Some(reason) = &report.degraded {
+        tracing::debug!(reason, "filed without vectors");
+    }
     if args.json {
-        output::json(&serde_json::json!({"drawer_id": outcome.id().as_str(), "added": added}))?;
-    } else {
-        if !added {
-            output::note("already filed: the same text is in this wing and room");
+        let chunks: Vec<serde_json::Value> = report
+            .chunks
+            .iter()
+            .map(|chunk| match chunk {
+                ChunkOutcome::Filed(id) => serde_json::json!({"drawer_id": id.as_str(), "outcome": "filed"}),
+                ChunkOutcome::AlreadyFiled(id) => {
+                    serde_json::json!({"drawer_id": id.as_str(), "outcome": "already_filed"})
+                }
+                ChunkOutcome::Duplicate { existing, similarity } => serde_json::json!({
+                    "drawer_id": existing.as_str(), "outcome": "duplicate", "similarity": similarity}),
+            })
+            .collect();
+        let ids: Vec<&str> = report.drawer_ids().iter().map(|id| id.as_str()).collect();
+        return Ok(output::json(&serde_json::json!({"drawer_ids": ids, "chunks": chunks}))?);
+    }
+    for chunk in &report.chunks {
+        match chunk {
+            ChunkOutcome::Filed(id) => output::line(id.as_str())?,
+            ChunkOutcome::AlreadyFiled(id) => {
+                output::note("already filed: the same text is in this wing and room");
+                output::line(id.as_str())?;
+            }
+            ChunkOutcome::Duplicate { existing, similarity } => {
+                output::note(format!(
+                    "not filed again: a near-duplicate (cosine {similarity:.2}) of an existing drawer"
+                ));
+                output::line(existing.as_str())?;
+            }
         }
-        output::line(outcome.id().as_str())?;
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ mod embedder;
 mod identity;
 mod model;
 mod palace;
+mod retrieve;
 mod transfer;
 mod wire;
 
@@ -20,6 +21,7 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use clap::{Args, Parser, Subcommand};
+use mempalace_core::classify::TierGates;
 use mempalace_engine::{EngineError, Palace};
 use mempalace_sqlite::{SqliteOptions, SqliteStore};
 use mempalace_store::StoreError;
@@ -69,6 +71,14 @@ pub enum Command {
     Add(drawer::AddArgs),
     /// Show drawers per wing and room.
     Status(palace::StatusArgs),
+    /// Search the palace: keywords and meaning combined.
+    Search(retrieve::SearchArgs),
+    /// Print the wake-up context for an agent: identity (L0) and essential story (L1).
+    WakeUp(retrieve::WakeUpArgs),
+    /// Print the latest drawers of a wing or room (L2).
+    Recall(retrieve::RecallArgs),
+    /// Print the memory section to inject into a prompt for a user message (or nothing).
+    Inject(retrieve::InjectArgs),
     /// Show one drawer.
     Get(drawer::GetArgs),
     /// Delete a drawer: hide it (default, keeps it for review) or remove it with --hard.
@@ -239,6 +249,7 @@ fn open_palace(settings: &Settings, access: Access) -> Result<Palace> {
 /// Attaches the configured embedding provider (none when its model is
 /// missing, after a warning).
 fn with_embedder(palace: Palace, settings: &Settings) -> Result<Palace> {
+    let palace = palace.with_tier_gates(TierGates { high: settings.heuristic_high, low: settings.heuristic_low });
     Ok(match embedder::build(settings)? {
         Some(embedder) => palace.with_embedder(embedder),
         None => palace,
@@ -254,6 +265,14 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Add(args) => drawer::add(&with_embedder(open_palace(&settings, Access::Create)?, &settings)?, args),
         Command::Status(args) => palace::status(&open_palace(&settings, Access::Read)?, args),
         Command::Get(args) => drawer::get(&open_palace(&settings, Access::Read)?, args),
+        Command::Search(args) => {
+            retrieve::search(&with_embedder(open_palace(&settings, Access::Read)?, &settings)?, args)
+        }
+        Command::WakeUp(args) => retrieve::wake_up(&open_palace(&settings, Access::Read)?, args),
+        Command::Recall(args) => retrieve::recall(&open_palace(&settings, Access::Read)?, args),
+        Command::Inject(args) => {
+            retrieve::inject(&with_embedder(open_palace(&settings, Access::Read)?, &settings)?, args)
+        }
         Command::Delete(args) => drawer::delete(&open_palace(&settings, Access::Update)?, args),
         Command::Identity(command) => identity::run(&settings, command),
         Command::Export(args) => transfer::export(&open_palace(&settings, Access::Read)?, args),

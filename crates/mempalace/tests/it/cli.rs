@@ -123,8 +123,10 @@ fn init_add_get_status_round_trip() {
     assert_eq!(drawer["status"], "active");
     assert!(sandbox.ok(&["get", &id]).contains("We chose PostgreSQL over MongoDB."));
 
-    let stdin_add =
-        sandbox.run_with_stdin(&["add", "--wing", "project", "--room", "notes", "-"], "中文 数据库 notes\n".as_bytes());
+    let stdin_add = sandbox.run_with_stdin(
+        &["add", "--wing", "project", "--room", "notes", "-"],
+        "中文 数据库 notes about storage\n".as_bytes(),
+    );
     assert!(stdin_add.status.success(), "{}", text(&stdin_add.stderr));
 
     let status = sandbox.json(&["status", "--json"]);
@@ -133,12 +135,17 @@ fn init_add_get_status_round_trip() {
     assert_eq!(status["rooms"]["decisions"], 1);
     assert_eq!(status["taxonomy"]["project"]["notes"], 1);
     assert_eq!(status["workspace"], "default");
-    assert_eq!(status["schema_version"], 2);
+    assert_eq!(status["schema_version"], mempalace_sqlite::SCHEMA_VERSION);
 
     let human = sandbox.ok(&["status"]);
     assert!(human.contains("MemPalace Status — 2 drawers"), "{human}");
     assert!(human.contains("  WING: project\n"), "{human}");
     assert!(human.contains("    ROOM: decisions                1 drawers\n"), "{human}");
+
+    let long_text: String =
+        (0..40).map(|i| format!("Sentence {i} explains step {i} of the gripper calibration. ")).collect();
+    let chunked = sandbox.ok(&["add", "--wing", "project", "--room", "manual", &long_text]);
+    assert!(chunked.lines().count() >= 3, "long text is filed as several drawers: {chunked}");
 }
 
 #[test]
@@ -207,7 +214,8 @@ fn export_import_is_lossless() {
         ]);
     }
     source.ok(&["identity", "set", "I am the source palace."]);
-    let doomed = source.ok(&["add", "--wing", "w0", "--room", "r", "soft deleted"]).trim().to_string();
+    let doomed =
+        source.ok(&["add", "--wing", "w0", "--room", "r", "this drawer will be soft deleted"]).trim().to_string();
     source.ok(&["delete", &doomed, "--reason", "kept for review"]);
     let export = source.path("export.jsonl");
     source.ok(&["export", "--out", export.to_str().unwrap()]);
@@ -229,16 +237,16 @@ fn export_import_is_lossless() {
 #[test]
 fn a_malformed_import_file_writes_nothing() {
     let sandbox = Sandbox::new();
-    sandbox.ok(&["add", "--wing", "w", "--room", "r", "seed drawer"]);
+    sandbox.ok(&["add", "--wing", "w", "--room", "r", "the seed drawer of this test"]);
     let export = sandbox.path("export.jsonl");
     sandbox.ok(&["export", "--out", export.to_str().unwrap()]);
     let mut lines: Vec<String> = std::fs::read_to_string(&export).unwrap().lines().map(str::to_string).collect();
-    let good = lines[1].replace("seed drawer", "another drawer");
-    let good: Value = serde_json::from_str(&good).unwrap();
+    let good: Value = serde_json::from_str(&lines[1]).unwrap();
     // A valid new drawer first, then a truncated line: nothing may be written.
     let mut valid = good.clone();
     valid["id"] = Value::from("drawer_w_r_fresh");
-    valid["content_hash"] = Value::from(sha256_local("another drawer"));
+    valid["content"] = Value::from("another drawer text");
+    valid["content_hash"] = Value::from(sha256_local("another drawer text"));
     lines.push(valid.to_string());
     lines.push("{\"type\":\"drawer\",\"workspace_id\":".to_string());
     let broken = sandbox.path("broken.jsonl");
@@ -264,22 +272,31 @@ fn bad_input_gets_clear_errors_and_writes_nothing() {
     assert_eq!(code(&empty), 2);
     assert!(text(&empty.stderr).contains("drawer text is empty"), "{}", text(&empty.stderr));
 
-    let long = sandbox.run(&["add", "--wing", "w", "--room", "r", &"a".repeat(10_001)]);
-    assert_eq!(code(&long), 2);
-    assert!(text(&long.stderr).contains("10001 characters; the limit is 10000"), "{}", text(&long.stderr));
+    // Raw text is one drawer, so the drawer limit applies; other text is chunked.
+    let long_raw = sandbox.run(&["add", "--raw", "--wing", "w", "--room", "r", &"a".repeat(10_001)]);
+    assert_eq!(code(&long_raw), 2);
+    assert!(text(&long_raw.stderr).contains("10001 characters; the limit is 10000"), "{}", text(&long_raw.stderr));
+    let huge = sandbox.run_with_stdin(&["add", "--wing", "w", "--room", "r", "-"], "word ".repeat(200_001).as_bytes());
+    assert_eq!(code(&huge), 2);
+    assert!(text(&huge.stderr).contains("the limit is 1000000"), "{}", text(&huge.stderr));
+    let noise = sandbox.run(&["add", "--wing", "w", "--room", "r", "thanks!"]);
+    assert_eq!(code(&noise), 2);
+    assert!(text(&noise.stderr).contains("looks like chat noise") && text(&noise.stderr).contains("--raw"));
 
     let binary = sandbox.run_with_stdin(&["add", "--wing", "w", "--room", "r", "-"], b"ok \xff\xfe not utf-8");
     assert_eq!(code(&binary), 2);
     assert!(text(&binary.stderr).contains("not valid UTF-8 (first bad byte at offset 3)"), "{}", text(&binary.stderr));
 
     for wing in ["a/b", "../up", "semi;colon", "-dash", "tab\there", ""] {
-        let output = sandbox.run(&["add", "--wing", wing, "--room", "r", "text"]);
+        let output = sandbox.run(&["add", "--wing", wing, "--room", "r", "a perfectly fine memory text"]);
         assert_eq!(code(&output), 2, "wing {wing:?}");
         assert!(text(&output.stderr).contains("wing"), "{}", text(&output.stderr));
     }
-    let bad_type = sandbox.run(&["add", "--wing", "w", "--room", "r", "--type", "idea", "text"]);
+    let bad_type =
+        sandbox.run(&["add", "--wing", "w", "--room", "r", "--type", "idea", "a perfectly fine memory text"]);
     assert!(text(&bad_type.stderr).contains("expected one of: decision"), "{}", text(&bad_type.stderr));
-    let bad_importance = sandbox.run(&["add", "--wing", "w", "--room", "r", "--importance", "9", "text"]);
+    let bad_importance =
+        sandbox.run(&["add", "--wing", "w", "--room", "r", "--importance", "9", "a perfectly fine memory text"]);
     assert!(text(&bad_importance.stderr).contains("importance must be between 0 and 5"));
 
     assert_eq!(sandbox.total(), 0);
@@ -348,7 +365,9 @@ fn config_file_and_environment_choose_the_palace() {
         }
         command.output().unwrap()
     };
-    assert!(run(&[], &["add", "--wing", "w", "--room", "r", "in configured"]).status.success());
+    assert!(
+        run(&[], &["add", "--wing", "w", "--room", "r", "this drawer lands in the configured palace"]).status.success()
+    );
     assert!(configured.join("palace.db").exists());
     let env_palace = sandbox.path("from-env");
     assert!(run(&[("MEMPALACE_PALACE_PATH", &env_palace)], &["init"]).status.success());
@@ -366,7 +385,8 @@ fn config_file_and_environment_choose_the_palace() {
 fn concurrent_writer_processes_lose_nothing() {
     let sandbox = Arc::new(Sandbox::new());
     sandbox.ok(&["init"]);
-    let first = sandbox.ok(&["add", "--wing", "seed", "--room", "r", "seed drawer"]).trim().to_string();
+    let first =
+        sandbox.ok(&["add", "--wing", "seed", "--room", "r", "the seed drawer of this test"]).trim().to_string();
     let writing = Arc::new(AtomicBool::new(true));
     let reads = Arc::new(AtomicU64::new(0));
     let reader = {
@@ -470,7 +490,7 @@ fn a_killed_import_keeps_every_acknowledged_drawer() {
 /// Writes an export of `n` drawers with predictable ids.
 fn write_big_export(path: &Path, n: u64) {
     let seed = Sandbox::new();
-    seed.ok(&["add", "--wing", "bulk", "--room", "r", "template drawer"]);
+    seed.ok(&["add", "--wing", "bulk", "--room", "r", "the template drawer for the bulk export"]);
     let exported = seed.ok(&["export"]);
     let mut lines = exported.lines();
     let header = lines.next().expect("header").to_string();
@@ -507,7 +527,7 @@ fn model_dir() -> PathBuf {
 #[test]
 fn without_a_model_drawers_are_filed_without_vectors_after_one_warning() {
     let sandbox = Sandbox::new();
-    let output = sandbox.run(&["add", "--wing", "w", "--room", "r", "no model here"]);
+    let output = sandbox.run(&["add", "--wing", "w", "--room", "r", "there is no embedding model here"]);
     assert!(output.status.success());
     let stderr = text(&output.stderr);
     assert_eq!(stderr.matches("mempalace model fetch").count(), 1, "one clear warning: {stderr}");
@@ -543,4 +563,57 @@ fn vectors_are_stored_and_a_palace_moves_to_another_model() {
     let status = sandbox.json(&["--model-dir", models, "model", "status", "--json"]);
     assert_eq!(status["minilm"]["present"], true);
     assert_eq!(status["static"]["model_id"], "all-MiniLM-L6-v2-static-d256");
+}
+
+#[test]
+fn search_wake_up_recall_and_inject_from_the_command_line() {
+    let sandbox = Sandbox::new();
+    let models = model_dir();
+    let models = models.to_str().unwrap();
+    let with_model = |args: &[&str]| {
+        let mut all = vec!["--model-dir", models];
+        all.extend_from_slice(args);
+        sandbox.ok(&all)
+    };
+    with_model(&["identity", "set", "I am Atlas, the lab assistant."]);
+    with_model(&[
+        "add",
+        "--wing",
+        "lab",
+        "--room",
+        "gripper",
+        "--importance",
+        "5",
+        "The gripper works best at 12.5 N after the sensor recalibration.",
+    ]);
+    with_model(&["add", "--wing", "lab", "--room", "codes", "Error code E4471 appears when the firmware overheats."]);
+    with_model(&["add", "--wing", "home", "--room", "garden", "The tomatoes in the garden need water every morning."]);
+
+    let json: Value =
+        serde_json::from_str(&with_model(&["search", "what force for the robot hand?", "--json"])).unwrap();
+    assert_eq!(json["mode"], "hybrid");
+    assert_eq!(json["results"][0]["room"], "gripper", "{json}");
+    assert_eq!(json["results"][0]["score"], 1.0);
+    for key in ["id", "wing", "room", "score", "text", "source_file", "filed_at"] {
+        assert!(json["results"][0].get(key).is_some(), "{key} missing: {json}");
+    }
+    let filtered: Value = serde_json::from_str(&with_model(&["search", "water", "--wing", "lab", "--json"])).unwrap();
+    assert!(filtered["results"].as_array().unwrap().iter().all(|r| r["wing"] == "lab"));
+    let text = with_model(&["search", "E4471"]);
+    assert!(text.contains("Results for: \"E4471\"") && text.contains("[1] lab / codes"), "{text}");
+    let lexical: Value =
+        serde_json::from_str(&sandbox.ok(&["--embedder", "none", "search", "tomatoes", "--json"])).unwrap();
+    assert_eq!(lexical["mode"], "lexical");
+    assert_eq!(lexical["results"][0]["room"], "garden");
+
+    let wake = sandbox.ok(&["wake-up"]);
+    assert!(wake.contains("I am Atlas") && wake.contains("[gripper]"), "{wake}");
+    let recall = sandbox.ok(&["recall", "--wing", "home"]);
+    assert!(recall.contains("tomatoes") && !recall.contains("gripper"), "{recall}");
+    let inject: Value =
+        serde_json::from_str(&with_model(&["inject", "How much force should the gripper use?", "--json"])).unwrap();
+    assert!(inject["section"].as_str().unwrap().contains("12.5 N"), "{inject}");
+    let trivial: Value = serde_json::from_str(&with_model(&["inject", "thanks!", "--json"])).unwrap();
+    assert_eq!(trivial["trivial"], true);
+    assert_eq!(trivial["section"], Value::Null);
 }
