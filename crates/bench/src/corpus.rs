@@ -118,7 +118,32 @@ impl Rng {
     }
 }
 
-/// Text of drawer `index`: unique (it names its index) and 200–800 characters.
+/// Size of the synthetic vocabulary: the listed words take the first
+/// ranks, invented words the rest.
+const VOCABULARY: u64 = 50_000;
+
+/// A word drawn with a Zipf-like (log-uniform rank) distribution, so that
+/// document frequencies look like those of real text: a few words in most
+/// drawers, most words in very few.
+fn zipf_word(rng: &mut Rng) -> String {
+    let u = rng.below(1_000_000) as f64 / 1_000_000.0;
+    let rank = ((u * (VOCABULARY as f64).ln()).exp() as u64).saturating_sub(1).min(VOCABULARY - 1);
+    if (rank as usize) < WORDS.len() {
+        return WORDS[rank as usize].to_string();
+    }
+    const SYLLABLES: &[&str] =
+        &["ka", "lo", "mi", "ner", "ta", "vo", "shi", "ru", "den", "pa", "qui", "zo", "bel", "tor"];
+    let mut n = rank;
+    let mut word = String::new();
+    while n > 0 {
+        word.push_str(SYLLABLES[(n % SYLLABLES.len() as u64) as usize]);
+        n /= SYLLABLES.len() as u64;
+    }
+    word
+}
+
+/// Text of drawer `index`: unique (it names its index) and 200–800
+/// characters of sentences with a Zipf-like word distribution.
 pub fn drawer_text(index: u64) -> String {
     let mut rng = Rng::new(index.wrapping_mul(31).wrapping_add(7));
     let target = 200 + rng.below(600) as usize;
@@ -126,7 +151,8 @@ pub fn drawer_text(index: u64) -> String {
     while text.len() < target {
         let n_words = 6 + rng.below(12);
         for position in 0..n_words {
-            let word = WORDS[rng.below(WORDS.len() as u64) as usize];
+            let word = zipf_word(&mut rng);
+            let word = word.as_str();
             if position == 0 {
                 let mut chars = word.chars();
                 if let Some(first) = chars.next() {

@@ -8,6 +8,7 @@ mod corpus;
 mod embed;
 mod palace;
 mod report;
+mod search;
 
 use std::path::PathBuf;
 
@@ -62,6 +63,27 @@ enum Bench {
         #[arg(long, default_value_t = 10_000)]
         rss_chunks: usize,
     },
+    /// Hybrid search latency at several palace sizes, wake-up latency, ingestion rate.
+    Search {
+        /// Model directory (as `mempalace --model-dir`).
+        #[arg(long, env = "MEMPALACE_MODEL_DIR")]
+        models: PathBuf,
+        /// The shared data folder.
+        #[arg(long, default_value_os_t = default_shared())]
+        shared: PathBuf,
+        /// Palace sizes for the MiniLM runs.
+        #[arg(long, value_delimiter = ',', default_values_t = [10_000u64, 100_000])]
+        sizes: Vec<u64>,
+        /// Palace size for the static-model run (0 skips it).
+        #[arg(long, default_value_t = 1_000_000)]
+        static_size: u64,
+        /// Timed searches per palace.
+        #[arg(long, default_value_t = 100)]
+        runs: usize,
+        /// Chunks in the MiniLM ingestion run (20× as many for the static model).
+        #[arg(long, default_value_t = 300)]
+        ingest_chunks: usize,
+    },
     /// (internal) the child process of the RSS measurement.
     #[command(hide = true)]
     EmbedRss {
@@ -101,6 +123,12 @@ fn main() -> Result<()> {
         Bench::Embed { models, shared, chunks, rss_chunks } => {
             let (summary, samples) = embed::run(&models, &shared, chunks, rss_chunks)?;
             let dir = report::write(&cli.results, "embed", &command_line, &summary, &samples)?;
+            println!("{}", serde_json::to_string_pretty(&summary)?);
+            println!("recorded in {}", dir.display());
+        }
+        Bench::Search { models, shared, sizes, static_size, runs, ingest_chunks } => {
+            let (summary, samples) = search::run(&models, &shared, &sizes, static_size, runs, ingest_chunks)?;
+            let dir = report::write(&cli.results, "search", &command_line, &summary, &samples)?;
             println!("{}", serde_json::to_string_pretty(&summary)?);
             println!("recorded in {}", dir.display());
         }

@@ -129,6 +129,40 @@ pub fn query_terms(query: &str) -> Vec<String> {
     if kept.is_empty() { all } else { kept }
 }
 
+/// Most drawers a lexical term may occur in before it is left out of the
+/// BM25 query: one in twenty, or 2,000 drawers in a small palace. Such a
+/// term carries little IDF and would make BM25 score a large part of the
+/// palace (FTS5 scores every matching row, about 2 µs each).
+pub fn max_term_frequency(documents: u64) -> u64 {
+    (documents / 20).max(2_000)
+}
+
+/// Most matching rows (summed over the kept terms) one BM25 query may
+/// score, which bounds its time at about 20 ms on this machine.
+pub const MAX_LEXICAL_POSTINGS: u64 = 10_000;
+
+/// The terms worth a BM25 query, rarest first: those occurring in at most
+/// [`max_term_frequency`] drawers, while their postings add up to at most
+/// [`MAX_LEXICAL_POSTINGS`] (the rarest term is always kept when under the
+/// frequency cap). Terms in no drawer are dropped: they cannot match. When
+/// every term is too common, the query is left to the vectors.
+pub fn selective_terms(terms: &[String], frequencies: &[u64], documents: u64) -> Vec<String> {
+    let cap = max_term_frequency(documents);
+    let mut candidates: Vec<(&String, u64)> =
+        terms.iter().zip(frequencies.iter().copied()).filter(|(_, n)| *n > 0 && *n <= cap).collect();
+    candidates.sort_by_key(|(_, n)| *n);
+    let mut kept = Vec::new();
+    let mut postings = 0;
+    for (term, n) in candidates {
+        if !kept.is_empty() && postings + n > MAX_LEXICAL_POSTINGS {
+            break;
+        }
+        postings += n;
+        kept.push(term.clone());
+    }
+    kept
+}
+
 fn is_real_world(drawer: &Drawer) -> bool {
     drawer.perception.is_some()
         || drawer.context.get("source").and_then(|v| v.as_str()).is_some_and(|s| s == "real_world" || s == "real")
@@ -138,7 +172,15 @@ impl Palace {
     /// Runs a hybrid search (see the module doc).
     pub fn search(&self, request: &SearchRequest) -> EngineResult<SearchOutcome> {
         let limit = request.limit.unwrap_or(L3_DEFAULT_RESULTS).clamp(1, L3_MAX_RESULTS);
-        let terms = query_terms(&request.query);
+        let all_terms = query_terms(&request.query);
+        let (documents, frequencies) = self.store().term_frequencies(&all_terms)?;
+        let terms = selective_terms(&all_terms, &frequencies, documents);
+        let idf_sum: f64 = all_terms
+            .iter()
+            .zip(&frequencies)
+            .filter(|(term, _)| terms.contains(term))
+            .map(|(_, &n)| idf(documents.max(1), n))
+            .sum();
         let lexical = self.store().lexical_search(self.workspace(), &terms, &request.filter, CANDIDATES)?;
 
         let (vector_hits, query_vector, mode) = self.vector_candidates(&request.query, &request.filter)?;
@@ -157,12 +199,6 @@ impl Palace {
         let drawers = self.store().drawers(self.workspace(), &head_ids)?;
         let by_id: HashMap<DrawerId, Drawer> = drawers.into_iter().map(|d| (d.id.clone(), d)).collect();
         let rrf_score: HashMap<&DrawerId, f64> = fused.iter().map(|(id, score)| (id, *score)).collect();
-        let idf_sum: f64 = if lexical.is_empty() {
-            0.0
-        } else {
-            let (documents, counts) = self.store().term_frequencies(&terms)?;
-            counts.iter().map(|&n| idf(documents.max(1), n)).sum()
-        };
         let now = self.now();
 
         let mut hits: Vec<SearchHit> = Vec::new();
@@ -281,6 +317,24 @@ impl Palace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn very_common_terms_leave_the_bm25_query() {
+        let terms: Vec<String> = ["robot", "gripper", "e4471", "absent"].map(String::from).to_vec();
+        assert_eq!(selective_terms(&terms, &[90_000, 4_000, 3, 0], 100_000), vec!["e4471", "gripper"]);
+        assert!(selective_terms(&terms[..2], &[90_000, 60_000], 100_000).is_empty(), "all too common: vectors only");
+        assert_eq!(
+            selective_terms(&terms, &[1_500, 1_900, 3, 0], 1_000),
+            vec!["e4471", "robot", "gripper"],
+            "small palaces keep terms up to 2,000 drawers"
+        );
+        assert_eq!(
+            selective_terms(&terms, &[4_900, 4_800, 4_700, 0], 100_000),
+            vec!["e4471", "gripper"],
+            "postings budget"
+        );
+        assert!(selective_terms(&[], &[], 10).is_empty());
+    }
 
     #[test]
     fn query_terms_drop_stopwords_unless_nothing_is_left() {

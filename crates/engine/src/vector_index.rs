@@ -77,18 +77,33 @@ impl State {
 }
 
 /// Dot product of an int8 row with an f32 query.
-#[multiversion(targets("x86_64+avx512f+avx512bw+avx512vl", "x86_64+avx2+fma"))]
+#[cfg(test)]
 fn dot_i8(row: &[i8], query: &[f32]) -> f32 {
-    let mut lanes = [0.0_f32; 16];
-    let chunks = row.chunks_exact(16);
-    let tail: f32 =
-        chunks.remainder().iter().zip(&query[row.len() - row.len() % 16..]).map(|(&q, v)| f32::from(q) * v).sum();
-    for (chunk, qchunk) in chunks.zip(query.chunks_exact(16)) {
-        for ((lane, &q), v) in lanes.iter_mut().zip(chunk).zip(qchunk) {
-            *lane += f32::from(q) * v;
+    row.iter().zip(query).map(|(&q, v)| f32::from(q) * v).sum()
+}
+
+/// Scores every row of `quantized` (rows of `query.len()` values) against
+/// the query: `scores[r] = scales[r] · Σ quantized[r][i] · query[i]`. One
+/// call for the whole matrix, so the loop is compiled for the CPU's widest
+/// vectors and never leaves it.
+#[multiversion(targets("x86_64+avx512f+avx512bw+avx512vl", "x86_64+avx2+fma"))]
+fn score_all(quantized: &[i8], scales: &[f32], query: &[f32], scores: &mut [f32]) {
+    const LANES: usize = 16;
+    let dim = query.len();
+    for ((row, scale), score) in quantized.chunks_exact(dim).zip(scales).zip(scores.iter_mut()) {
+        let mut lanes = [0.0_f32; LANES];
+        let chunks = row.chunks_exact(LANES);
+        let mut tail = 0.0_f32;
+        for (&q, v) in chunks.remainder().iter().zip(&query[dim - dim % LANES..]) {
+            tail += f32::from(q) * v;
         }
+        for (chunk, query_chunk) in chunks.zip(query.chunks_exact(LANES)) {
+            for ((lane, &q), v) in lanes.iter_mut().zip(chunk).zip(query_chunk) {
+                *lane += f32::from(q) * v;
+            }
+        }
+        *score = (lanes.iter().sum::<f32>() + tail) * scale;
     }
-    lanes.iter().sum::<f32>() + tail
 }
 
 /// One model's vectors of one workspace.
@@ -166,23 +181,14 @@ impl VectorIndex {
         if state.dim == 0 || query.len() != state.dim || k == 0 {
             return Vec::new();
         }
-        let dim = state.dim;
-        // A bounded min-heap would save little at these k; a partial sort of
-        // the scored live slots is simpler and as fast.
-        let mut scored: Vec<(f32, usize)> =
-            Vec::with_capacity(state.live.min(allowed.map_or(usize::MAX, HashSet::len)));
-        for slot in 0..state.ids.len() {
-            if !state.alive[slot] {
-                continue;
-            }
-            if let Some(allowed) = allowed
-                && !allowed.contains(&state.ids[slot])
-            {
-                continue;
-            }
-            let score = dot_i8(&state.quantized[slot * dim..(slot + 1) * dim], query) * state.scales[slot];
-            scored.push((score, slot));
-        }
+        let mut scores = vec![0.0_f32; state.ids.len()];
+        score_all(&state.quantized, &state.scales, query, &mut scores);
+        let mut scored: Vec<(f32, usize)> = scores
+            .into_iter()
+            .enumerate()
+            .filter(|&(slot, _)| state.alive[slot] && allowed.is_none_or(|allowed| allowed.contains(&state.ids[slot])))
+            .map(|(slot, score)| (score, slot))
+            .collect();
         let k = k.min(scored.len());
         if k == 0 {
             return Vec::new();

@@ -234,8 +234,8 @@ pub(crate) fn top_drawers(
     drawers_where(
         conn,
         &format!(
-            "WHERE workspace_id = ? AND status = 'active' AND owner_user_id IS NULL{wing_clause} \
-             ORDER BY importance DESC, filed_at DESC LIMIT ?"
+            "INDEXED BY drawers_importance WHERE workspace_id = ? AND status = 'active' AND owner_user_id IS NULL\
+             {wing_clause} ORDER BY importance DESC, filed_at DESC LIMIT ?"
         ),
         values,
         workspace,

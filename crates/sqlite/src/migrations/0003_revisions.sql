@@ -1,4 +1,5 @@
--- Schema version 3: change tracking for derived in-memory indexes.
+-- Schema version 3: change tracking for derived in-memory indexes, and the
+-- index that serves the essential story (L1) without sorting.
 --
 -- Every change to a drawer that an index cares about (insert; content,
 -- place, status or vector change; delete) takes the next value of the
@@ -45,3 +46,10 @@ BEGIN
         VALUES (OLD.workspace_id, OLD.id, (SELECT CAST(value AS INTEGER) FROM palace_meta WHERE key = 'rev'))
         ON CONFLICT (workspace_id, id) DO UPDATE SET rev = excluded.rev;
 END;
+
+-- L1 reads the most important visible drawers, newest first on ties: this
+-- index answers `ORDER BY importance DESC, filed_at DESC LIMIT 15` by
+-- reading fifteen entries, whatever the palace size.
+DROP INDEX drawers_importance;
+CREATE INDEX drawers_importance ON drawers (workspace_id, importance DESC, filed_at DESC)
+    WHERE status = 'active' AND owner_user_id IS NULL;

@@ -1,0 +1,171 @@
+//! The retrieval benchmark (issue 4): hybrid search latency, query
+//! embedding included, on palaces of 10,000 and 100,000 drawers (MiniLM)
+//! and 1,000,000 (static model); wake-up latency; end-to-end ingestion
+//! rate of 800-character chunks with each model.
+//!
+//! Filling a palace by embedding 100,000 chunks would take most of an hour,
+//! so the stored vectors of the large palaces are random unit vectors
+//! tagged with the model's id: the scan, the fusion and the fetches do the
+//! same work as on real vectors, and the query is embedded for real. Search
+//! quality is measured elsewhere (the LoCoMo benchmark), not here.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Result;
+use mempalace_core::{Content, Drawer, Embedding, Room, Wing, WorkspaceId};
+use mempalace_embed::Embedder;
+use mempalace_embed::files::{minilm_dir, static_dir};
+use mempalace_embed::minilm::MiniLm;
+use mempalace_embed::static_model::StaticModel;
+use mempalace_engine::{IngestRequest, Palace, SearchRequest};
+use mempalace_sqlite::{SqliteOptions, SqliteStore};
+use mempalace_store::StoreWrite;
+use serde_json::{Value, json};
+
+use crate::corpus::{Rng, drawer_text};
+use crate::embed::prose_chunks;
+use crate::report::summarize;
+
+const QUERIES: &[&str] = &[
+    "what database did we choose for the backend",
+    "gripper force calibration",
+    "who manages the infrastructure budget",
+    "why did the deployment fail",
+    "E4471 firmware error",
+    "alice prefers dark mode",
+    "release schedule for the next version",
+    "battery life of the warehouse robot",
+];
+
+fn random_unit(rng: &mut Rng, dim: usize) -> Vec<f32> {
+    let mut v: Vec<f32> = (0..dim).map(|_| (rng.below(2_000_001) as f32 / 1_000_000.0) - 1.0).collect();
+    mempalace_core::vector::normalize(&mut v);
+    v
+}
+
+/// Fills a palace at `file` with `n` drawers carrying random vectors of `model`.
+fn fill(file: &Path, n: u64, model: &str, dim: usize) -> Result<Arc<SqliteStore>> {
+    let store = Arc::new(SqliteStore::open(file, SqliteOptions { create: true, ..SqliteOptions::default() })?);
+    let now = chrono::Utc::now();
+    let ws = WorkspaceId::default_workspace();
+    let mut rng = Rng::new(42);
+    let mut index = 0;
+    while index < n {
+        let batch: Vec<Drawer> = (index..(index + 5_000).min(n))
+            .map(|i| {
+                let mut drawer = Drawer::new(
+                    ws.clone(),
+                    Wing::parse(&format!("wing{}", i % 20)).expect("wing"),
+                    Room::parse(&format!("room{}", i % 37)).expect("room"),
+                    Content::parse(drawer_text(i)).expect("text"),
+                    "bench",
+                    now,
+                );
+                drawer.embedding = Some(Embedding { model: model.to_string(), vector: random_unit(&mut rng, dim) });
+                drawer
+            })
+            .collect();
+        store.put_drawers(&batch)?;
+        index += batch.len() as u64;
+    }
+    Ok(store)
+}
+
+fn time_searches(palace: &Palace, runs: usize) -> Result<(Value, Vec<f64>)> {
+    // The first search loads the vector index; it is reported apart.
+    let first = Instant::now();
+    palace.search(&SearchRequest { query: QUERIES[0].into(), skip_access_tracking: true, ..Default::default() })?;
+    let first_ms = first.elapsed().as_secs_f64() * 1e3;
+    let mut samples = Vec::with_capacity(runs);
+    for i in 0..runs {
+        let started = Instant::now();
+        let outcome = palace.search(&SearchRequest {
+            query: QUERIES[i % QUERIES.len()].into(),
+            limit: Some(10),
+            ..Default::default()
+        })?;
+        samples.push(started.elapsed().as_secs_f64() * 1e3);
+        anyhow::ensure!(!outcome.hits.is_empty(), "a benchmark query found nothing");
+    }
+    let mut summary = summarize(&samples);
+    summary["first_search_ms"] = json!(first_ms);
+    Ok((summary, samples))
+}
+
+fn time_wake_up(palace: &Palace, runs: usize) -> Result<Value> {
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let started = Instant::now();
+        palace.wake_up(None)?;
+        samples.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(summarize(&samples))
+}
+
+fn ingest_rate(embedder: Arc<dyn Embedder>, chunks: &[String], scratch: &Path, name: &str) -> Result<f64> {
+    let store = SqliteStore::open(
+        &scratch.join(format!("ingest-{name}.db")),
+        SqliteOptions { create: true, ..Default::default() },
+    )?;
+    let palace = Palace::new(Arc::new(store), WorkspaceId::default_workspace()).with_embedder(embedder);
+    let started = Instant::now();
+    let mut filed = 0;
+    for batch in chunks.chunks(64) {
+        let requests: Vec<IngestRequest> = batch
+            .iter()
+            .map(|text| {
+                IngestRequest::new(
+                    Wing::parse("bench").expect("wing"),
+                    Room::parse("prose").expect("room"),
+                    text.clone(),
+                    "bench",
+                )
+            })
+            .collect();
+        for report in palace.ingest_batch(requests) {
+            filed += report?.chunks.len();
+        }
+    }
+    Ok(filed as f64 / started.elapsed().as_secs_f64())
+}
+
+/// Runs the benchmark; returns (summary, samples).
+pub fn run(
+    models: &Path,
+    shared: &Path,
+    sizes: &[u64],
+    static_size: u64,
+    runs: usize,
+    ingest_chunks: usize,
+) -> Result<(Value, Value)> {
+    let scratch = tempfile::tempdir()?;
+    let minilm: Arc<dyn Embedder> = Arc::new(MiniLm::load(&minilm_dir(models))?);
+    let static_model: Arc<dyn Embedder> = Arc::new(StaticModel::load(&static_dir(models))?);
+    let mut summary = json!({});
+    let mut samples = json!({});
+    for &size in sizes {
+        let store = fill(&scratch.path().join(format!("minilm-{size}.db")), size, minilm.model_id(), minilm.dim())?;
+        let palace = Palace::new(store, WorkspaceId::default_workspace()).with_embedder(Arc::clone(&minilm));
+        let (latency, raw) = time_searches(&palace, runs)?;
+        summary[format!("search_minilm_{size}")] = latency;
+        summary[format!("wake_up_{size}")] = time_wake_up(&palace, 200)?;
+        samples[format!("search_minilm_{size}")] = json!(raw);
+    }
+    if static_size > 0 {
+        let store = fill(&scratch.path().join("static.db"), static_size, static_model.model_id(), static_model.dim())?;
+        let palace = Palace::new(store, WorkspaceId::default_workspace()).with_embedder(Arc::clone(&static_model));
+        let (latency, raw) = time_searches(&palace, runs)?;
+        summary[format!("search_static_{static_size}")] = latency;
+        samples[format!("search_static_{static_size}")] = json!(raw);
+    }
+    let chunks = prose_chunks(shared, ingest_chunks)?;
+    summary["ingest_minilm_drawers_per_s"] =
+        json!(ingest_rate(Arc::clone(&minilm), &chunks, scratch.path(), "minilm")?);
+    let many = prose_chunks(shared, ingest_chunks * 20)?;
+    summary["ingest_static_drawers_per_s"] = json!(ingest_rate(static_model, &many, scratch.path(), "static")?);
+    summary["ingest_chunks_minilm"] = json!(chunks.len());
+    summary["ingest_chunks_static"] = json!(many.len());
+    Ok((summary, samples))
+}
