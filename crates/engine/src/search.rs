@@ -138,8 +138,8 @@ pub fn max_term_frequency(documents: u64) -> u64 {
 }
 
 /// Most matching rows (summed over the kept terms) one BM25 query may
-/// score, which bounds its time at about 20 ms on this machine.
-pub const MAX_LEXICAL_POSTINGS: u64 = 10_000;
+/// score, which bounds its time at about 12 ms on this machine.
+pub const MAX_LEXICAL_POSTINGS: u64 = 6_000;
 
 /// The terms worth a BM25 query, rarest first: those occurring in at most
 /// [`max_term_frequency`] drawers, while their postings add up to at most
