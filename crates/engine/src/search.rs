@@ -329,7 +329,7 @@ mod tests {
             "small palaces keep terms up to 2,000 drawers"
         );
         assert_eq!(
-            selective_terms(&terms, &[4_900, 4_800, 4_700, 0], 100_000),
+            selective_terms(&terms, &[4_900, 3_000, 2_900, 0], 100_000),
             vec!["e4471", "gripper"],
             "postings budget"
         );
