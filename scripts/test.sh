@@ -16,4 +16,21 @@ cargo build -p mempalace --all-features --locked
 "$target_dir/debug/mempalace" --model-dir "$MEMPALACE_MODEL_DIR" model fetch
 "$target_dir/debug/mempalace" --model-dir "$MEMPALACE_MODEL_DIR" model distill
 
+# Real data the tests read (LoCoMo, transcript samples, reference vectors,
+# Python-written palaces) lives in the team's shared directory beside the
+# repository; it is never copied in (LoCoMo is CC BY-NC).
+if [[ -z "${MEMPALACE_SHARED_DIR:-}" ]]; then
+    for candidate in "$PWD/../shared" /work/shared; do
+        if [[ -d "$candidate/fixtures" ]]; then
+            MEMPALACE_SHARED_DIR="$(cd "$candidate" && pwd)"
+            break
+        fi
+    done
+fi
+if [[ ! -d "${MEMPALACE_SHARED_DIR:-/nonexistent}/fixtures" ]]; then
+    echo "shared test data not found: set MEMPALACE_SHARED_DIR to the directory holding fixtures/ and bench/" >&2
+    exit 1
+fi
+export MEMPALACE_SHARED_DIR
+
 cargo test --workspace --all-features --locked

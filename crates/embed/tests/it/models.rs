@@ -59,8 +59,7 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 
 #[test]
 fn minilm_matches_the_reference_vectors() {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/embeddings/minilm-reference.json");
+    let path = shared_dir().join("fixtures/embeddings/minilm-reference.json");
     let reference: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("reference file")).unwrap();
     let items = reference["items"].as_array().expect("items");
     assert_eq!(items.len(), 8);
@@ -190,8 +189,16 @@ fn our_tokenizer() -> mempalace_embed::wordpiece::WordPiece {
         .unwrap()
 }
 
+/// The team's shared data directory: `MEMPALACE_SHARED_DIR` (set by
+/// scripts/test.sh) or `../shared` beside the repository.
+fn shared_dir() -> PathBuf {
+    std::env::var_os("MEMPALACE_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
+}
+
 fn shared_texts() -> Vec<String> {
-    let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
+    let shared = shared_dir();
     let mut texts = Vec::new();
     for entry in std::fs::read_dir(shared.join("spec/seeds")).unwrap() {
         let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
