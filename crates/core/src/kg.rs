@@ -119,6 +119,17 @@ impl Triple {
         }
         format!("t_{}", &hex::encode(hasher.finalize())[..32])
     }
+
+    /// The id for a fact whose deterministic id is already taken by a
+    /// different (ended) fact, as when a fact without a start is ended and
+    /// stated again: the recording time makes it unique.
+    pub fn reissued_id(&self) -> String {
+        let mut hasher = Sha256::new();
+        hasher.update(self.id.as_bytes());
+        hasher.update([0u8]);
+        hasher.update(crate::time::format_timestamp(&self.created_at).as_bytes());
+        format!("t_{}", &hex::encode(hasher.finalize())[..32])
+    }
 }
 
 #[cfg(test)]

@@ -58,6 +58,7 @@ pub mod chunk;
 pub mod classify;
 pub mod drawer;
 pub mod error;
+pub mod extract;
 pub mod filter;
 pub mod fusion;
 pub mod id;

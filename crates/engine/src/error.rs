@@ -24,10 +24,26 @@ pub enum EngineError {
         /// Its id as given.
         id: String,
     },
+    /// A room the palace graph does not hold, with the closest names.
+    #[error("room not found: {room}{}", suggestion_text(.suggestions))]
+    RoomNotFound {
+        /// The room asked for.
+        room: String,
+        /// Rooms whose names contain it (or one of its words).
+        suggestions: Vec<String>,
+    },
     /// A capability the call needs is not configured or not working.
     #[error("{0}")]
     Unavailable(String),
     /// The store refused or failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+fn suggestion_text(suggestions: &[String]) -> String {
+    if suggestions.is_empty() {
+        "; `mempalace graph stats` lists the rooms".to_string()
+    } else {
+        format!("; did you mean {}?", suggestions.join(", "))
+    }
 }

@@ -14,6 +14,7 @@ use std::sync::mpsc::SyncSender;
 
 use mempalace_core::chunk::chunk_text;
 use mempalace_core::classify::{TierGates, classify, is_noise, pick_tier};
+use mempalace_core::extract::KnownNames;
 use mempalace_core::{
     Confidence, Content, Drawer, DrawerId, DrawerState, DrawerTag, Embedding, Hall, Importance, MemoryType,
     PipelineTier, Room, TagSource, Wing, vector,
@@ -182,6 +183,7 @@ struct Pending {
     request: usize,
     raw: bool,
     drawer: Drawer,
+    extraction: Option<mempalace_core::extract::Extraction>,
 }
 
 impl Palace {
@@ -197,8 +199,14 @@ impl Palace {
         let mut pending: Vec<Pending> = Vec::new();
         let now = self.now();
         let gates = self.tier_gates();
+        // Names the palace knows, so the extractor recognises them in text.
+        let known = if requests.iter().any(|r| !r.raw) {
+            KnownNames::new(self.store().entity_names(self.workspace()).unwrap_or_default())
+        } else {
+            KnownNames::default()
+        };
         for (index, request) in requests.into_iter().enumerate() {
-            match self.prepare(index, request, now, gates) {
+            match self.prepare(index, request, now, gates, &known) {
                 Ok(Some(chunks)) => {
                     pending.extend(chunks);
                     reports.push(Ok(IngestReport { noise: false, chunks: Vec::new(), degraded: None }));
@@ -231,6 +239,7 @@ impl Palace {
         request: IngestRequest,
         now: mempalace_core::Timestamp,
         gates: TierGates,
+        known: &KnownNames,
     ) -> EngineResult<Option<Vec<Pending>>> {
         let length = request.text.chars().count();
         if length > MAX_INPUT_CHARS {
@@ -314,7 +323,8 @@ impl Palace {
                     None => Confidence::new(classification.confidence.max(0.3)).unwrap_or_default(),
                 };
             }
-            out.push(Pending { request: index, raw: request.raw, drawer });
+            let extraction = (!request.raw).then(|| self.extract_for(&mut drawer, known));
+            out.push(Pending { request: index, raw: request.raw, drawer, extraction });
         }
         Ok(Some(out))
     }
@@ -336,6 +346,8 @@ impl Palace {
         }
         let mut accepted: Vec<(DrawerId, Vec<f32>)> = Vec::new();
         let mut to_file: Vec<(usize, Drawer)> = Vec::new();
+        let extractions: Vec<Option<mempalace_core::extract::Extraction>> =
+            pending.iter_mut().map(|p| p.extraction.take()).collect();
         let mut outcomes: Vec<Option<ChunkOutcome>> = vec![None; pending.len()];
         for (position, item) in pending.iter_mut().enumerate() {
             if existing.contains(&item.drawer.id) {
@@ -375,6 +387,12 @@ impl Palace {
         for ((position, drawer), result) in to_file.into_iter().zip(results) {
             outcomes[position] = Some(match result {
                 mempalace_store::PutOutcome::Inserted => {
+                    if let Some(Some(extraction)) = extractions.get(position)
+                        && let Err(error) = self.record_extraction(&drawer, extraction)
+                    {
+                        // The drawer is stored; a failed extraction must not undo that.
+                        tracing::warn!(%error, drawer = %drawer.id, "recording extracted facts failed");
+                    }
                     self.events().publish(&IngestEvent {
                         workspace: self.workspace().to_string(),
                         drawer_id: drawer.id.clone(),

@@ -10,7 +10,9 @@
 
 pub mod embedding;
 pub mod error;
+pub mod graph;
 pub mod ingest;
+pub mod kg;
 pub mod layers;
 pub mod palace;
 pub mod pool;

@@ -20,6 +20,7 @@ use mempalace_store::{
 use mempalace_embed::Embedder;
 
 use crate::error::{EngineError, EngineResult};
+use crate::graph::GraphCache;
 use crate::ingest::EventBus;
 use crate::vector_index::VectorIndex;
 
@@ -41,6 +42,8 @@ pub struct Palace {
     indexes: Arc<Mutex<HashMap<String, Arc<VectorIndex>>>>,
     events: Arc<EventBus>,
     gates: TierGates,
+    kg_limits: (u64, u64),
+    graph_cache: Arc<GraphCache>,
 }
 
 impl std::fmt::Debug for Palace {
@@ -152,7 +155,24 @@ impl Palace {
             indexes: Arc::default(),
             events: Arc::default(),
             gates: TierGates::default(),
+            kg_limits: (crate::kg::DEFAULT_MAX_ENTITIES, crate::kg::DEFAULT_MAX_TRIPLES),
+            graph_cache: Arc::default(),
         }
+    }
+
+    /// Sets the knowledge-graph limits of the workspace (entities, triples).
+    pub fn with_kg_limits(mut self, entities: u64, triples: u64) -> Self {
+        self.kg_limits = (entities, triples);
+        self
+    }
+
+    /// The knowledge-graph limits (entities, triples).
+    pub fn kg_limits(&self) -> (u64, u64) {
+        self.kg_limits
+    }
+
+    pub(crate) fn graph_cache(&self) -> &GraphCache {
+        &self.graph_cache
     }
 
     /// Sets the two phase gates of the tier decision.

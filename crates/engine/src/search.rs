@@ -22,7 +22,7 @@ use mempalace_core::fusion::{
 };
 use mempalace_core::layers::{L3_DEFAULT_RESULTS, L3_MAX_RESULTS, l3_fit};
 use mempalace_core::{Drawer, DrawerId, lexical, vector};
-use mempalace_store::DrawerFilter;
+use mempalace_store::{Direction, DrawerFilter};
 
 use crate::error::EngineResult;
 use crate::palace::Palace;
@@ -44,6 +44,15 @@ pub enum Fusion {
     /// `importance × recency × max(similarity, graph) + agent affinity` (seed 0).
     Seed0,
 }
+
+/// Weight of the knowledge-graph signal in the weighted fusion: a drawer
+/// that mentions every entity the query names gains this much.
+pub const GRAPH_WEIGHT: f64 = 0.2;
+/// Current facts followed from each entity a query names.
+const GRAPH_NEIGHBOURS: usize = 20;
+/// Share of the graph score a drawer gets for mentioning an entity one fact
+/// away from a named one.
+const NEIGHBOUR_SHARE: f64 = 0.5;
 
 /// GoClaw's hybrid weights (seed 2 "Searching Memory").
 pub const LEXICAL_WEIGHT: f64 = 0.3;
@@ -72,6 +81,9 @@ pub struct SearchRequest {
     pub agent: Option<String>,
     /// Whether returned drawers get access tracking (default true).
     pub skip_access_tracking: bool,
+    /// Leave the knowledge-graph signal out (to compare, or when entity
+    /// names mislead).
+    pub skip_graph: bool,
 }
 
 /// Why a search ran without vectors.
@@ -175,24 +187,25 @@ impl Palace {
         let all_terms = query_terms(&request.query);
         let (documents, frequencies) = self.store().term_frequencies(&all_terms)?;
         let terms = selective_terms(&all_terms, &frequencies, documents);
-        let idf_sum: f64 = all_terms
-            .iter()
-            .zip(&frequencies)
-            .filter(|(term, _)| terms.contains(term))
-            .map(|(_, &n)| idf(documents.max(1), n))
-            .sum();
+        // Every query term counts in the normalisation, also those no drawer
+        // contains (the most specific ones): a drawer matching only the
+        // query's incidental words must stay low.
+        let idf_sum: f64 = frequencies.iter().map(|&n| idf(documents.max(1), n)).sum();
         let lexical = self.store().lexical_search(self.workspace(), &terms, &request.filter, CANDIDATES)?;
 
         let (vector_hits, query_vector, mode) = self.vector_candidates(&request.query, &request.filter)?;
 
+        let graph_hits = if request.skip_graph { Vec::new() } else { self.graph_candidates(&request.query)? };
         let lexical_ids: Vec<DrawerId> = lexical.iter().map(|(id, _)| id.clone()).collect();
         let vector_ids: Vec<DrawerId> = vector_hits.iter().map(|(id, _)| id.clone()).collect();
+        let graph_ids: Vec<DrawerId> = graph_hits.iter().map(|(id, _)| id.clone()).collect();
+        let graph: HashMap<&DrawerId, f64> = graph_hits.iter().map(|(id, score)| (id, *score)).collect();
         let bm25: HashMap<&DrawerId, f64> = lexical.iter().map(|(id, score)| (id, *score)).collect();
-        let fused = rrf(&[(&lexical_ids[..], 1.0), (&vector_ids[..], 1.0)], RRF_K);
+        let fused = rrf(&[(&lexical_ids[..], 1.0), (&vector_ids[..], 1.0), (&graph_ids[..], 1.0)], RRF_K);
         let candidates = fused.len();
 
         // The head of the fused list is fetched; post-filters may drop some.
-        // Rank fusion puts every strong candidate of either list near the
+        // Rank fusion puts every strong candidate of any list near the
         // head, whichever final scoring is used.
         let head_size = (limit * 4).max(50);
         let head_ids: Vec<DrawerId> = fused.iter().take(head_size).map(|(id, _)| id.clone()).collect();
@@ -228,22 +241,24 @@ impl Palace {
                 None => None,
             };
             let lexical_similarity = bm25.get(id).map_or(0.0, |s| lexical_similarity(*s, idf_sum));
+            let graph_score = graph.get(id).copied().unwrap_or(0.0);
             let mut score = match request.fusion {
                 Fusion::Rrf => rrf_score.get(id).copied().unwrap_or(0.0),
                 Fusion::Weighted => {
                     let cosine = f64::from(similarity.unwrap_or(0.0)).max(0.0);
-                    match (lexical.is_empty(), query_vector.is_none()) {
+                    let base = match (lexical.is_empty(), query_vector.is_none()) {
                         (true, _) => cosine,
                         (false, true) => lexical_similarity,
                         (false, false) => LEXICAL_WEIGHT * lexical_similarity + VECTOR_WEIGHT * cosine,
-                    }
+                    };
+                    base + GRAPH_WEIGHT * graph_score
                 }
                 Fusion::Seed0 => {
                     let similarity = f64::from(similarity.unwrap_or(0.0)).max(lexical_similarity);
                     let last = drawer.last_accessed_at.unwrap_or(drawer.filed_at);
                     let days = (now - last).num_seconds() as f64 / 86_400.0;
                     let same_agent = request.agent.is_some() && request.agent == drawer.added_by_agent;
-                    seed0_score(drawer.importance.get(), recency_factor(days), similarity, 0.0, same_agent)
+                    seed0_score(drawer.importance.get(), recency_factor(days), similarity, graph_score, same_agent)
                 }
             };
             if is_real_world(drawer) {
@@ -271,6 +286,63 @@ impl Palace {
             }
         }
         Ok(SearchOutcome { hits, mode, candidates })
+    }
+
+    /// Drawers linked to entities the query names (seed 0: query words of
+    /// four or more characters; here also two- and three-word phrases, so
+    /// "Auth Module" is found). A drawer mentioning a named entity scores
+    /// the share of named entities it mentions; one mentioning an entity a
+    /// current fact links to a named one ("Alice owns Auth Module" for a
+    /// question about Alice) scores half that share.
+    fn graph_candidates(&self, query: &str) -> EngineResult<Vec<(DrawerId, f64)>> {
+        let words: Vec<&str> = query
+            .split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/')))
+            .map(|w| w.trim_matches('.'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let mut phrases: Vec<String> = words.iter().filter(|w| w.chars().count() >= 4).map(|w| w.to_string()).collect();
+        for size in [2, 3] {
+            for window in words.windows(size) {
+                phrases.push(window.join(" "));
+            }
+        }
+        if phrases.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut ids: Vec<String> = phrases.iter().map(|p| mempalace_core::kg::entity_id(p)).collect();
+        ids.sort();
+        ids.dedup();
+        let named: Vec<String> =
+            self.store().entities_by_id(self.workspace(), &ids)?.into_iter().map(|e| e.id).collect();
+        if named.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut related: Vec<String> = Vec::new();
+        for id in &named {
+            let facts = self.store().triples_about(self.workspace(), id, Direction::Both)?;
+            let current = facts.iter().rev().filter(|t| t.valid_to.is_none());
+            for fact in current.take(GRAPH_NEIGHBOURS) {
+                let other = if &fact.subject == id { &fact.object } else { &fact.subject };
+                if !named.contains(other) && !related.contains(other) {
+                    related.push(other.clone());
+                }
+            }
+        }
+        let total = named.len() as f64;
+        let mut scores: HashMap<DrawerId, f64> = HashMap::new();
+        for (id, n) in self.store().drawers_mentioning(self.workspace(), &named, CANDIDATES)? {
+            *scores.entry(id).or_default() += f64::from(n) / total;
+        }
+        if !related.is_empty() {
+            for (id, n) in self.store().drawers_mentioning(self.workspace(), &related, CANDIDATES)? {
+                let score = scores.entry(id).or_default();
+                *score = (*score + NEIGHBOUR_SHARE * f64::from(n).min(total) / total).min(1.0);
+            }
+        }
+        let mut ranked: Vec<(DrawerId, f64)> = scores.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        ranked.truncate(CANDIDATES);
+        Ok(ranked)
     }
 
     /// Vector candidates for a query, the query vector (with its model) and

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 use mempalace_core::WorkspaceId;
+use mempalace_engine::kg::{DEFAULT_MAX_ENTITIES, DEFAULT_MAX_TRIPLES};
 use serde_json::Value;
 
 /// Keys of `config.json` we act on.
@@ -22,6 +23,8 @@ const OUR_KEYS: &[&str] = &[
     "embed_base_url",
     "embed_api_key",
     "embed_model",
+    "max_entities",
+    "max_triples",
 ];
 
 /// Keys the Python MemPalace writes or reads. Accepted so an existing config
@@ -64,6 +67,10 @@ pub struct ConfigFile {
     pub embed_api_key: Option<String>,
     /// `embed_model`.
     pub embed_model: Option<String>,
+    /// `max_entities`: knowledge-graph entities per workspace.
+    pub max_entities: Option<u64>,
+    /// `max_triples`: knowledge-graph facts per workspace.
+    pub max_triples: Option<u64>,
 }
 
 impl ConfigFile {
@@ -103,6 +110,12 @@ impl ConfigFile {
                 "busy_timeout_ms" => {
                     config.busy_timeout_ms =
                         Some(value.as_u64().ok_or_else(|| bad_value("a whole number of milliseconds"))?);
+                }
+                "max_entities" => {
+                    config.max_entities = Some(value.as_u64().ok_or_else(|| bad_value("a whole number"))?);
+                }
+                "max_triples" => {
+                    config.max_triples = Some(value.as_u64().ok_or_else(|| bad_value("a whole number"))?);
                 }
                 known if MEMPALACE_KEYS.contains(&known) => {
                     tracing::debug!(key, "config key of the Python MemPalace has no effect here");
@@ -206,6 +219,8 @@ pub struct Settings {
     pub heuristic_high: f64,
     /// See `heuristic_high`.
     pub heuristic_low: f64,
+    /// Knowledge-graph limits per workspace: (entities, facts).
+    pub kg_limits: (u64, u64),
 }
 
 /// Where the palace file lives for a palace path: an existing file, or a
@@ -310,6 +325,14 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
             None => Ok(default),
         }
     };
+    let whole = |name: &str, configured: Option<u64>, default: u64| -> Result<u64> {
+        match env.get(name).filter(|v| !v.is_empty()) {
+            Some(value) => {
+                value.trim().parse::<u64>().with_context(|| format!("{name}={value:?} is not a whole number"))
+            }
+            None => Ok(configured.unwrap_or(default)),
+        }
+    };
     Ok(Settings {
         palace_file: palace_file(&palace),
         workspace,
@@ -319,6 +342,10 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
         remote_embed,
         heuristic_high: number(&["MEMPALACE_MEM_HEURISTIC_HIGH", "CRAWBL_MEM_HEURISTIC_HIGH"], 999.0)?,
         heuristic_low: number(&["MEMPALACE_MEM_HEURISTIC_LOW", "CRAWBL_MEM_HEURISTIC_LOW"], 999.0)?,
+        kg_limits: (
+            whole("MEMPALACE_MAX_ENTITIES", config.max_entities, DEFAULT_MAX_ENTITIES)?,
+            whole("MEMPALACE_MAX_TRIPLES", config.max_triples, DEFAULT_MAX_TRIPLES)?,
+        ),
     })
 }
 

@@ -3,7 +3,8 @@
 //!
 //! User data (drawers, entities, triples, identity, sessions, tunnels) is
 //! only ever read here. The derived structures are the FTS5 lexical index
-//! and the `room_counts` aggregate; both are recomputed from `drawers`.
+//! the `room_counts` and `hall_counts` aggregates and the entity mentions;
+//! all are recomputed from `drawers`.
 
 use mempalace_core::lexical;
 use mempalace_store::{HealthCheck, StoreResult};
@@ -89,6 +90,25 @@ pub(crate) fn verify(conn: &Connection, fts_structure_ok: Option<bool>) -> Store
         true,
         format!("{active} active drawers, {counted} counted, {mismatched} rooms differ"),
     ));
+
+    let halls_mismatched = count(
+        conn,
+        "WITH actual AS (SELECT workspace_id, wing, room, hall, count(*) AS n FROM drawers \
+                         WHERE status = 'active' AND hall IS NOT NULL GROUP BY workspace_id, wing, room, hall) \
+         SELECT (SELECT count(*) FROM actual a LEFT JOIN hall_counts c USING (workspace_id, wing, room, hall) \
+                 WHERE c.drawers IS NOT a.n) \
+              + (SELECT count(*) FROM hall_counts c LEFT JOIN actual a USING (workspace_id, wing, room, hall) \
+                 WHERE a.n IS NULL)",
+    )?;
+    checks.push(check("hall_counts", halls_mismatched == 0, true, format!("{halls_mismatched} halls differ")));
+
+    let (expected_mentions, stored_mentions) = crate::kg::mention_counts(conn)?;
+    checks.push(check(
+        "entity_mentions",
+        expected_mentions == stored_mentions,
+        true,
+        format!("{expected_mentions} mentions in drawers, {stored_mentions} indexed"),
+    ));
     Ok(checks)
 }
 
@@ -120,8 +140,13 @@ pub(crate) fn rebuild(tx: &Transaction<'_>) -> StoreResult<()> {
         "DELETE FROM room_counts;
          INSERT INTO room_counts (workspace_id, wing, room, drawers)
              SELECT workspace_id, wing, room, count(*) FROM drawers WHERE status = 'active'
-             GROUP BY workspace_id, wing, room;",
+             GROUP BY workspace_id, wing, room;
+         DELETE FROM hall_counts;
+         INSERT INTO hall_counts (workspace_id, wing, room, hall, drawers)
+             SELECT workspace_id, wing, room, hall, count(*) FROM drawers WHERE status = 'active' AND hall IS NOT NULL
+             GROUP BY workspace_id, wing, room, hall;",
     )
     .ctx("rebuilding room counts")?;
+    crate::kg::rebuild_mentions(tx)?;
     Ok(())
 }

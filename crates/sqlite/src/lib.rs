@@ -16,6 +16,7 @@
 
 mod error;
 mod health;
+mod kg;
 mod query;
 mod records;
 mod row;
@@ -36,8 +37,8 @@ use mempalace_core::{
     Content, ContentHash, Drawer, DrawerId, DrawerStatus, Embedding, Identity, Timestamp, WorkspaceId,
 };
 use mempalace_store::{
-    DrawerFilter, HealthCheck, IdentityRecord, PalaceRecord, PutOutcome, RecordCounts, StorageInfo, StoreError,
-    StoreRead, StoreResult, StoreWrite, Taxonomy, VectorChange,
+    Direction, DrawerFilter, HallCount, HealthCheck, IdentityRecord, KgStats, PalaceRecord, PutOutcome, RecordCounts,
+    StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy, TripleOutcome, VectorChange,
 };
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
@@ -306,6 +307,40 @@ impl StoreRead for SqliteStore {
         self.read(|conn| query::vector_changes(conn, workspace, model, after, limit))
     }
 
+    fn entities_by_id(&self, workspace: &WorkspaceId, ids: &[String]) -> StoreResult<Vec<Entity>> {
+        self.read(|conn| kg::entities_by_id(conn, workspace, ids))
+    }
+
+    fn entity_names(&self, workspace: &WorkspaceId) -> StoreResult<Vec<String>> {
+        self.read(|conn| kg::entity_names(conn, workspace))
+    }
+
+    fn triples_about(
+        &self,
+        workspace: &WorkspaceId,
+        entity_id: &str,
+        direction: Direction,
+    ) -> StoreResult<Vec<Triple>> {
+        self.read(|conn| kg::triples_about(conn, workspace, entity_id, direction))
+    }
+
+    fn kg_stats(&self, workspace: &WorkspaceId) -> StoreResult<KgStats> {
+        self.read(|conn| kg::kg_stats(conn, workspace))
+    }
+
+    fn drawers_mentioning(
+        &self,
+        workspace: &WorkspaceId,
+        entity_ids: &[String],
+        limit: usize,
+    ) -> StoreResult<Vec<(DrawerId, u32)>> {
+        self.read(|conn| kg::drawers_mentioning(conn, workspace, entity_ids, limit))
+    }
+
+    fn hall_counts(&self, workspace: &WorkspaceId) -> StoreResult<Vec<HallCount>> {
+        self.read(|conn| kg::hall_counts(conn, workspace))
+    }
+
     fn top_drawers(&self, workspace: &WorkspaceId, wing: Option<&str>, limit: usize) -> StoreResult<Vec<Drawer>> {
         self.read(|conn| query::top_drawers(conn, workspace, wing, limit))
     }
@@ -360,6 +395,40 @@ impl StoreWrite for SqliteStore {
             return Ok(0);
         }
         self.write(|tx| query::touch_access(tx, workspace, ids, &at))
+    }
+
+    fn add_entities(&self, entities: &[Entity]) -> StoreResult<usize> {
+        if entities.is_empty() {
+            return Ok(0);
+        }
+        self.write(|tx| kg::add_entities(tx, entities))
+    }
+
+    fn add_triple(&self, triple: &Triple) -> StoreResult<TripleOutcome> {
+        self.write(|tx| kg::add_triple(tx, triple))
+    }
+
+    fn invalidate_triples(
+        &self,
+        workspace: &WorkspaceId,
+        subject: &str,
+        predicate: &str,
+        object: &str,
+        ended: Timestamp,
+    ) -> StoreResult<usize> {
+        self.write(|tx| kg::invalidate_triples(tx, workspace, subject, predicate, object, &ended))
+    }
+
+    fn delete_triple(&self, workspace: &WorkspaceId, id: &str) -> StoreResult<bool> {
+        self.write(|tx| kg::delete_triple(tx, workspace, id))
+    }
+
+    fn put_tunnel(&self, tunnel: &Tunnel) -> StoreResult<bool> {
+        self.write(|tx| kg::put_tunnel(tx, tunnel))
+    }
+
+    fn delete_tunnel(&self, workspace: &WorkspaceId, id: &str) -> StoreResult<bool> {
+        self.write(|tx| kg::delete_tunnel(tx, workspace, id))
     }
 
     fn set_identity(&self, workspace: &WorkspaceId, identity: &Identity, at: Timestamp) -> StoreResult<()> {

@@ -26,7 +26,7 @@ use crate::row::{
     parse_ts, to_json_text, ts, vector_to_blob,
 };
 
-fn ensure_workspace(tx: &Transaction<'_>, workspace: &WorkspaceId, at: &Timestamp) -> StoreResult<()> {
+pub(crate) fn ensure_workspace(tx: &Transaction<'_>, workspace: &WorkspaceId, at: &Timestamp) -> StoreResult<()> {
     tx.prepare_cached("INSERT OR IGNORE INTO workspaces (id, created_at) VALUES (?1, ?2)")
         .and_then(|mut stmt| stmt.execute(params![workspace.as_str(), ts(at)]))
         .ctx("recording the workspace")?;
@@ -60,6 +60,7 @@ pub(crate) fn insert_drawer(tx: &Transaction<'_>, drawer: &Drawer) -> StoreResul
     tx.prepare_cached("INSERT INTO drawers_fts (rowid, body) VALUES (?1, ?2)")
         .and_then(|mut stmt| stmt.execute(params![seq, lexical::index_text(drawer.content.as_str()).as_ref()]))
         .ctx("indexing a drawer")?;
+    crate::kg::write_mentions(tx, &drawer.workspace_id, &drawer.id, &drawer.entities)?;
     for tag in &drawer.tags {
         tx.prepare_cached(
             "INSERT OR IGNORE INTO drawer_tags (workspace_id, drawer_id, tag, source) VALUES (?1, ?2, ?3, ?4)",
@@ -237,13 +238,22 @@ fn confidence(value: f64, what: &str) -> StoreResult<Confidence> {
 }
 
 pub(crate) fn entities(conn: &Connection, workspace: &WorkspaceId) -> StoreResult<Vec<Entity>> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT id, name, entity_type, properties, embedding_model, embedding, created_at \
-             FROM entities WHERE workspace_id = ?1 ORDER BY id",
-        )
-        .ctx("reading entities")?;
-    let mut rows = stmt.query(params![workspace.as_str()]).ctx("reading entities")?;
+    entities_where(conn, workspace, "workspace_id = ?", vec![SqlValue::Text(workspace.to_string())])
+}
+
+/// Entities matching a `WHERE` clause (its first parameter binds the workspace), in id order.
+pub(crate) fn entities_where(
+    conn: &Connection,
+    workspace: &WorkspaceId,
+    clause: &str,
+    values: Vec<SqlValue>,
+) -> StoreResult<Vec<Entity>> {
+    let sql = format!(
+        "SELECT id, name, entity_type, properties, embedding_model, embedding, created_at \
+         FROM entities WHERE {clause} ORDER BY id"
+    );
+    let mut stmt = conn.prepare_cached(&sql).ctx("reading entities")?;
+    let mut rows = stmt.query(params_from_iter(values)).ctx("reading entities")?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().ctx("reading entities")? {
         let id: String = row.get(0).ctx("reading entities")?;
@@ -262,13 +272,22 @@ pub(crate) fn entities(conn: &Connection, workspace: &WorkspaceId) -> StoreResul
 }
 
 pub(crate) fn triples(conn: &Connection, workspace: &WorkspaceId) -> StoreResult<Vec<Triple>> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT id, subject, predicate, object, valid_from, valid_to, confidence, source_drawer_id, source, \
-             created_at FROM triples WHERE workspace_id = ?1 ORDER BY id",
-        )
-        .ctx("reading triples")?;
-    let mut rows = stmt.query(params![workspace.as_str()]).ctx("reading triples")?;
+    triples_where(conn, workspace, "workspace_id = ?", vec![SqlValue::Text(workspace.to_string())])
+}
+
+/// Triples matching a `WHERE` clause (its first parameter binds the workspace), in id order.
+pub(crate) fn triples_where(
+    conn: &Connection,
+    workspace: &WorkspaceId,
+    clause: &str,
+    values: Vec<SqlValue>,
+) -> StoreResult<Vec<Triple>> {
+    let sql = format!(
+        "SELECT id, subject, predicate, object, valid_from, valid_to, confidence, source_drawer_id, source, \
+         created_at FROM triples WHERE {clause} ORDER BY id"
+    );
+    let mut stmt = conn.prepare_cached(&sql).ctx("reading triples")?;
+    let mut rows = stmt.query(params_from_iter(values)).ctx("reading triples")?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().ctx("reading triples")? {
         let id: String = row.get(0).ctx("reading triples")?;

@@ -18,13 +18,14 @@ use crate::error::Context;
 pub(crate) const APPLICATION_ID: i32 = 0x6d70_6c63;
 
 /// The highest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Migrations, oldest first: (version reached, SQL).
 const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("migrations/0001_palace.sql")),
     (2, include_str!("migrations/0002_embeddings.sql")),
     (3, include_str!("migrations/0003_revisions.sql")),
+    (4, include_str!("migrations/0004_knowledge_graph.sql")),
 ];
 
 /// Refuses a file that is not a palace, without writing to it. An empty
@@ -114,6 +115,10 @@ pub(crate) fn migrate(conn: &mut Connection, options: &SqliteOptions) -> StoreRe
         for (target, sql) in MIGRATIONS.iter().filter(|(target, _)| *target > version) {
             tracing::info!(version = target, "applying palace migration");
             tx.execute_batch(sql).ctx("applying a migration")?;
+            if *target == 4 {
+                // Entity ids are hashes of normalised names: computed here, not in SQL.
+                crate::kg::rebuild_mentions(tx)?;
+            }
             tx.execute(
                 "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
                 rusqlite::params![target, now],

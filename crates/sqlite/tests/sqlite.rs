@@ -44,6 +44,8 @@ conformance_tests!(
     check_lexical_search_and_filters,
     check_vector_change_feed,
     check_listings_and_access,
+    check_knowledge_graph,
+    check_mentions_halls_and_tunnels,
 );
 
 #[test]

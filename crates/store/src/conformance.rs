@@ -548,6 +548,210 @@ pub fn check_listings_and_access(store: &dyn Store) {
     assert_eq!(store.touch_access(&workspace("other"), &[low.id], when).expect("touch"), 0);
 }
 
+fn entity(ws: &WorkspaceId, name: &str, kind: &str) -> Entity {
+    Entity {
+        workspace_id: ws.clone(),
+        id: entity_id(name),
+        name: name.into(),
+        entity_type: kind.into(),
+        properties: serde_json::Map::new(),
+        embedding: None,
+        created_at: at("2025-01-01T00:00:00Z"),
+    }
+}
+
+fn fact(
+    ws: &WorkspaceId,
+    subject: &str,
+    predicate: &str,
+    object: &str,
+    from: Option<&str>,
+    to: Option<&str>,
+) -> Triple {
+    let (subject, object) = (entity_id(subject), entity_id(object));
+    let valid_from = from.map(at);
+    Triple {
+        workspace_id: ws.clone(),
+        id: Triple::make_id(&subject, predicate, &object, valid_from.as_ref()),
+        subject,
+        predicate: predicate.into(),
+        object,
+        valid_from,
+        valid_to: to.map(at),
+        confidence: Confidence::new(1.0).expect("confidence"),
+        source_drawer_id: None,
+        source: None,
+        created_at: at("2025-02-01T00:00:00Z"),
+    }
+}
+
+fn added(outcome: crate::TripleOutcome) -> String {
+    match outcome {
+        crate::TripleOutcome::Added(id) => id,
+        other => panic!("expected a new fact, got {other:?}"),
+    }
+}
+
+/// Entities and temporal facts: directions, oldest-first order, the
+/// identical-open-fact rule, ending and re-stating, statistics, deletion,
+/// rejected windows and dangling entities, workspace isolation.
+pub fn check_knowledge_graph(store: &dyn Store) {
+    use crate::{Direction, TripleOutcome};
+    let ws = workspace("default");
+    let names = ["Crawbl Backend", "MySQL", "PostgreSQL", "Alice"];
+    let entities: Vec<Entity> = names.iter().map(|n| entity(&ws, n, "technology")).collect();
+    assert_eq!(store.add_entities(&entities).expect("entities"), 4);
+    assert_eq!(store.add_entities(&entities[..1]).expect("entities again"), 0, "entities are stored once");
+    let mut stored_names = store.entity_names(&ws).expect("names");
+    stored_names.sort();
+    assert_eq!(stored_names, vec!["Alice", "Crawbl Backend", "MySQL", "PostgreSQL"]);
+    let found = store.entities_by_id(&ws, &[entity_id("mysql"), entity_id("nobody")]).expect("by id");
+    assert_eq!(found.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), vec!["MySQL"]);
+
+    let old = fact(&ws, "Crawbl Backend", "uses", "MySQL", Some("2024-06-01T00:00:00Z"), Some("2025-01-14T23:59:59Z"));
+    let new = fact(&ws, "Crawbl Backend", "uses", "PostgreSQL", Some("2025-01-15T00:00:00Z"), None);
+    let owner = fact(&ws, "Alice", "owns", "Crawbl Backend", None, None);
+    let old_id = added(store.add_triple(&old).expect("old fact"));
+    let new_id = added(store.add_triple(&new).expect("new fact"));
+    let owner_id = added(store.add_triple(&owner).expect("owner fact"));
+
+    // An identical open fact, even with another start, is the existing one.
+    let mut again = new.clone();
+    again.valid_from = Some(at("2025-03-01T00:00:00Z"));
+    again.id = Triple::make_id(&again.subject, &again.predicate, &again.object, again.valid_from.as_ref());
+    assert_eq!(store.add_triple(&again).expect("again"), TripleOutcome::Existing(new_id.clone()));
+    assert_eq!(store.add_triple(&old).expect("closed again"), TripleOutcome::Existing(old_id.clone()));
+
+    let ids = |triples: Vec<Triple>| triples.into_iter().map(|t| t.id).collect::<Vec<_>>();
+    let backend = entity_id("Crawbl Backend");
+    assert_eq!(
+        ids(store.triples_about(&ws, &backend, Direction::Outgoing).expect("out")),
+        vec![old_id.clone(), new_id.clone()],
+        "oldest first"
+    );
+    assert_eq!(ids(store.triples_about(&ws, &backend, Direction::Incoming).expect("in")), vec![owner_id.clone()]);
+    let both = ids(store.triples_about(&ws, &backend, Direction::Both).expect("both"));
+    assert_eq!(both.len(), 3);
+    assert_eq!(both[0], owner_id, "a fact without a start sorts first");
+    assert_eq!(
+        ids(store.triples_about(&ws, &entity_id("postgresql"), Direction::Both).expect("pg")),
+        vec![new_id.clone()]
+    );
+
+    // Temporal windows.
+    let about = store.triples_about(&ws, &backend, Direction::Outgoing).expect("out");
+    let holding =
+        |when: &str| about.iter().filter(|t| t.holds_at(&at(when))).map(|t| t.object.clone()).collect::<Vec<_>>();
+    assert!(holding("2024-01-01T00:00:00Z").is_empty(), "before either window");
+    assert_eq!(holding("2024-09-01T00:00:00Z"), vec![entity_id("MySQL")]);
+    assert_eq!(holding("2025-01-14T23:59:59Z"), vec![entity_id("MySQL")], "the end is inclusive");
+    assert_eq!(holding("2025-06-01T00:00:00Z"), vec![entity_id("PostgreSQL")]);
+
+    // Ending, then stating again.
+    let ended = at("2025-05-01T00:00:00Z");
+    assert_eq!(store.invalidate_triples(&ws, &entity_id("Alice"), "owns", &backend, ended).expect("end"), 1);
+    assert_eq!(store.invalidate_triples(&ws, &entity_id("Alice"), "owns", &backend, ended).expect("end"), 0);
+    let ended_owner = store.triples_about(&ws, &entity_id("Alice"), Direction::Outgoing).expect("alice");
+    assert_eq!(ended_owner[0].valid_to, Some(ended));
+    let restated = added(store.add_triple(&owner).expect("restated"));
+    assert_ne!(restated, owner_id, "a re-stated fact is a new fact");
+    let alice = store.triples_about(&ws, &entity_id("Alice"), Direction::Outgoing).expect("alice");
+    assert_eq!(alice.len(), 2);
+    assert_eq!(alice.iter().filter(|t| t.valid_to.is_none()).count(), 1);
+    // Ending before the start clamps to the start, never inverting a window.
+    assert_eq!(
+        store
+            .invalidate_triples(&ws, &backend, "uses", &entity_id("PostgreSQL"), at("2020-01-01T00:00:00Z"))
+            .expect("end"),
+        1
+    );
+    let pg = store.triples_about(&ws, &entity_id("PostgreSQL"), Direction::Incoming).expect("pg");
+    assert_eq!(pg[0].valid_to, pg[0].valid_from);
+
+    let stats = store.kg_stats(&ws).expect("stats");
+    assert_eq!((stats.entities, stats.triples, stats.current, stats.expired), (4, 4, 1, 3));
+    assert_eq!(stats.predicates, vec![("owns".to_string(), 2), ("uses".to_string(), 2)]);
+
+    // Bad facts are refused and leave nothing behind.
+    let inverted = fact(&ws, "Alice", "uses", "MySQL", Some("2025-02-01T00:00:00Z"), Some("2025-01-01T00:00:00Z"));
+    assert!(matches!(store.add_triple(&inverted), Err(crate::StoreError::InvalidData { .. })), "inverted window");
+    let dangling = fact(&ws, "Alice", "uses", "Nobody", None, None);
+    assert!(matches!(store.add_triple(&dangling), Err(crate::StoreError::InvalidData { .. })), "unknown entity");
+    assert_eq!(store.kg_stats(&ws).expect("stats").triples, 4);
+
+    assert!(store.delete_triple(&ws, &restated).expect("delete"));
+    assert!(!store.delete_triple(&ws, &restated).expect("delete again"));
+    assert_eq!(store.kg_stats(&ws).expect("stats").triples, 3);
+
+    let other = workspace("other");
+    assert!(store.entity_names(&other).expect("names").is_empty());
+    assert!(store.triples_about(&other, &backend, Direction::Both).expect("other").is_empty());
+    assert!(!store.delete_triple(&other, &old_id).expect("other delete"));
+    assert_eq!(store.invalidate_triples(&other, &backend, "uses", &entity_id("MySQL"), ended).expect("other end"), 0);
+    assert_eq!(store.kg_stats(&other).expect("other stats").triples, 0);
+}
+
+/// Entity mentions follow drawers (ranked by how many of the asked
+/// entities each mentions; deleted drawers drop out), hall counts follow
+/// writes, and explicit tunnels are stored once per pair of places.
+pub fn check_mentions_halls_and_tunnels(store: &dyn Store) {
+    let ws = workspace("default");
+    let mut both = drawer(&ws, "lab", "db", "Alice moved the backend to PostgreSQL.");
+    both.entities = vec!["Alice".into(), "PostgreSQL".into()];
+    both.hall = Some(Hall::parse("hall_facts").expect("hall"));
+    let mut one = drawer(&ws, "lab", "db", "PostgreSQL tuning notes.");
+    one.entities = vec!["PostgreSQL".into()];
+    one.hall = Some(Hall::parse("hall_facts").expect("hall"));
+    let mut none = drawer(&ws, "home", "db", "Nothing named here.");
+    none.hall = Some(Hall::parse("hall_events").expect("hall"));
+    store.put_drawers(&[both.clone(), one.clone(), none.clone()]).expect("put");
+    let asked = [entity_id("alice"), entity_id("postgresql")];
+    let ranked = store.drawers_mentioning(&ws, &asked, 10).expect("mentions");
+    assert_eq!(ranked, vec![(both.id.clone(), 2), (one.id.clone(), 1)]);
+    assert_eq!(store.drawers_mentioning(&ws, &asked, 1).expect("limit").len(), 1);
+    assert!(store.drawers_mentioning(&workspace("other"), &asked, 10).expect("other").is_empty());
+
+    let halls = |store: &dyn Store| {
+        let mut counts: Vec<(String, String, String, u64)> =
+            store.hall_counts(&ws).expect("halls").into_iter().map(|h| (h.wing, h.room, h.hall, h.drawers)).collect();
+        counts.sort();
+        counts
+    };
+    assert_eq!(
+        halls(store),
+        vec![
+            ("home".into(), "db".into(), "hall_events".into(), 1),
+            ("lab".into(), "db".into(), "hall_facts".into(), 2),
+        ]
+    );
+    assert!(store.delete_drawer(&ws, &both.id).expect("delete"));
+    assert_eq!(store.drawers_mentioning(&ws, &asked, 10).expect("after delete"), vec![(one.id.clone(), 1)]);
+    assert_eq!(halls(store)[1].3, 1, "a deleted drawer leaves the hall count");
+
+    let place = |wing: &str, room: &str| Place {
+        wing: Wing::parse(wing).expect("wing"),
+        room: Room::parse(room).expect("room"),
+    };
+    let (a, b) = Tunnel::ordered(place("lab", "db"), place("home", "db"));
+    let tunnel = Tunnel {
+        workspace_id: ws.clone(),
+        id: Tunnel::make_id(&a, &b),
+        a,
+        b,
+        label: Some("same database".into()),
+        created_by: Some("conformance".into()),
+        created_at: at("2025-04-01T00:00:00Z"),
+    };
+    assert!(store.put_tunnel(&tunnel).expect("tunnel"));
+    assert!(!store.put_tunnel(&tunnel).expect("tunnel again"));
+    assert_eq!(store.tunnels(&ws).expect("tunnels"), vec![tunnel.clone()]);
+    assert!(store.tunnels(&workspace("other")).expect("other").is_empty());
+    assert!(!store.delete_tunnel(&workspace("other"), &tunnel.id).expect("other delete"));
+    assert!(store.delete_tunnel(&ws, &tunnel.id).expect("delete"));
+    assert!(!store.delete_tunnel(&ws, &tunnel.id).expect("delete again"));
+    assert!(store.tunnels(&ws).expect("tunnels").is_empty());
+}
+
 /// Panics unless every health check passes.
 pub fn assert_all_healthy(store: &dyn Store) {
     let checks = store.verify().expect("verify");
@@ -569,5 +773,7 @@ pub fn run_all(mut fresh: impl FnMut() -> Arc<dyn Store>) {
     check_lexical_search_and_filters(fresh().as_ref());
     check_vector_change_feed(fresh().as_ref());
     check_listings_and_access(fresh().as_ref());
+    check_knowledge_graph(fresh().as_ref());
+    check_mentions_halls_and_tunnels(fresh().as_ref());
     check_concurrent_writers(fresh());
 }

@@ -45,7 +45,7 @@ pub enum StoreError {
     },
     /// A workspace limit would be exceeded.
     #[error(
-        "workspace {workspace} already holds {limit} {what}, its limit; delete some or raise the limit in config.json"
+        "workspace {workspace} already holds {limit} {what}, its limit; delete some, or raise `max_{what}` in config.json (or $MEMPALACE_MAX_{what_upper})", what_upper = what.to_ascii_uppercase()
     )]
     Limit {
         /// Workspace id.

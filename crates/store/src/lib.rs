@@ -23,8 +23,8 @@ pub mod conformance;
 
 pub use error::{StoreError, StoreResult};
 pub use record::{
-    DrawerFilter, HealthCheck, IdentityRecord, PalaceRecord, PutOutcome, RecordCounts, StorageInfo, Taxonomy,
-    VectorChange, WingCount,
+    Direction, DrawerFilter, HallCount, HealthCheck, IdentityRecord, KgStats, PalaceRecord, PutOutcome, RecordCounts,
+    StorageInfo, Taxonomy, TripleOutcome, VectorChange, WingCount,
 };
 
 use mempalace_core::centroid::Centroid;
@@ -140,6 +140,31 @@ pub trait StoreRead: Send + Sync {
     /// optionally of one wing: the essential story (L1).
     fn top_drawers(&self, workspace: &WorkspaceId, wing: Option<&str>, limit: usize) -> StoreResult<Vec<Drawer>>;
 
+    /// Entities by id (missing ids are left out).
+    fn entities_by_id(&self, workspace: &WorkspaceId, ids: &[String]) -> StoreResult<Vec<Entity>>;
+
+    /// Names of every entity of the workspace (the extractor's registry).
+    fn entity_names(&self, workspace: &WorkspaceId) -> StoreResult<Vec<String>>;
+
+    /// Facts about an entity, in the asked direction, oldest first.
+    fn triples_about(&self, workspace: &WorkspaceId, entity_id: &str, direction: Direction)
+    -> StoreResult<Vec<Triple>>;
+
+    /// Counts of the knowledge graph.
+    fn kg_stats(&self, workspace: &WorkspaceId) -> StoreResult<KgStats>;
+
+    /// Drawers mentioning any of these entities, with how many of them each
+    /// mentions, most first.
+    fn drawers_mentioning(
+        &self,
+        workspace: &WorkspaceId,
+        entity_ids: &[String],
+        limit: usize,
+    ) -> StoreResult<Vec<(DrawerId, u32)>>;
+
+    /// Visible drawers per (wing, room, hall), from an aggregate.
+    fn hall_counts(&self, workspace: &WorkspaceId) -> StoreResult<Vec<HallCount>>;
+
     /// Active drawers of a wing (and room), newest first (L2 recall).
     fn place_drawers(
         &self,
@@ -190,6 +215,34 @@ pub trait StoreWrite: StoreRead {
     /// `last_accessed_at` and increments `access_count`, in one statement.
     /// Returns how many drawers were found.
     fn touch_access(&self, workspace: &WorkspaceId, ids: &[DrawerId], at: Timestamp) -> StoreResult<usize>;
+
+    /// Inserts entities whose id is new (an existing entity keeps its name
+    /// and type). Returns how many were inserted.
+    fn add_entities(&self, entities: &[Entity]) -> StoreResult<usize>;
+
+    /// Stores a fact unless an identical open one (same subject, predicate
+    /// and object, no end) exists. Both entities must exist.
+    fn add_triple(&self, triple: &Triple) -> StoreResult<TripleOutcome>;
+
+    /// Ends the open facts `subject predicate object` at `ended`; returns
+    /// how many ended.
+    fn invalidate_triples(
+        &self,
+        workspace: &WorkspaceId,
+        subject: &str,
+        predicate: &str,
+        object: &str,
+        ended: Timestamp,
+    ) -> StoreResult<usize>;
+
+    /// Removes one fact (for reviewing extracted ones). Returns false when absent.
+    fn delete_triple(&self, workspace: &WorkspaceId, id: &str) -> StoreResult<bool>;
+
+    /// Stores an explicit tunnel; false when one with its id exists.
+    fn put_tunnel(&self, tunnel: &Tunnel) -> StoreResult<bool>;
+
+    /// Removes an explicit tunnel; false when absent.
+    fn delete_tunnel(&self, workspace: &WorkspaceId, id: &str) -> StoreResult<bool>;
 
     /// Sets the workspace's identity text.
     fn set_identity(&self, workspace: &WorkspaceId, identity: &Identity, at: Timestamp) -> StoreResult<()>;

@@ -174,3 +174,60 @@ pub struct VectorChange {
     /// means "not (or no longer) in the index".
     pub vector: Option<Vec<f32>>,
 }
+
+/// Which facts about an entity a query wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Facts where the entity is the subject.
+    Outgoing,
+    /// Facts where the entity is the object.
+    Incoming,
+    /// Both.
+    Both,
+}
+
+/// Counts of the knowledge graph of a workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct KgStats {
+    /// Entities.
+    pub entities: u64,
+    /// Facts.
+    pub triples: u64,
+    /// Facts without an end.
+    pub current: u64,
+    /// Facts that ended.
+    pub expired: u64,
+    /// Facts per predicate, most common first.
+    pub predicates: Vec<(String, u64)>,
+}
+
+/// What `add_triple` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TripleOutcome {
+    /// A new fact was stored under this id.
+    Added(String),
+    /// An identical open fact exists already; its id.
+    Existing(String),
+}
+
+impl TripleOutcome {
+    /// The id either way.
+    pub fn id(&self) -> &str {
+        match self {
+            TripleOutcome::Added(id) | TripleOutcome::Existing(id) => id,
+        }
+    }
+}
+
+/// Visible drawers of one (wing, room, hall) cell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HallCount {
+    /// Wing.
+    pub wing: String,
+    /// Room.
+    pub room: String,
+    /// Hall.
+    pub hall: String,
+    /// Drawers.
+    pub drawers: u64,
+}

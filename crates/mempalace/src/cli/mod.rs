@@ -9,6 +9,7 @@
 mod drawer;
 mod embedder;
 mod identity;
+mod kg;
 mod model;
 mod palace;
 mod retrieve;
@@ -90,6 +91,12 @@ pub enum Command {
     Export(transfer::ExportArgs),
     /// Read a JSONL export into the palace (records already present are kept).
     Import(transfer::ImportArgs),
+    /// The temporal knowledge graph: facts with validity windows.
+    #[command(subcommand)]
+    Kg(kg::KgCommand),
+    /// The palace graph: rooms, wings, tunnels.
+    #[command(subcommand)]
+    Graph(kg::GraphCommand),
     /// Fetch, distill and inspect embedding models.
     #[command(subcommand)]
     Model(model::ModelCommand),
@@ -160,7 +167,7 @@ fn store_exit(error: &StoreError) -> Exit {
 fn engine_exit(error: &EngineError) -> Exit {
     match error {
         EngineError::Invalid(_) => Exit::Usage,
-        EngineError::NotFound { .. } => Exit::NotFound,
+        EngineError::NotFound { .. } | EngineError::RoomNotFound { .. } => Exit::NotFound,
         EngineError::Unavailable(_) => Exit::Unavailable,
         EngineError::Store(error) => store_exit(error),
     }
@@ -243,13 +250,14 @@ fn open_palace(settings: &Settings, access: Access) -> Result<Palace> {
         ..SqliteOptions::default()
     };
     let store = SqliteStore::open(file, options)?;
-    Ok(Palace::new(Arc::new(store), settings.workspace.clone()))
+    Ok(Palace::new(Arc::new(store), settings.workspace.clone())
+        .with_tier_gates(TierGates { high: settings.heuristic_high, low: settings.heuristic_low })
+        .with_kg_limits(settings.kg_limits.0, settings.kg_limits.1))
 }
 
 /// Attaches the configured embedding provider (none when its model is
 /// missing, after a warning).
 fn with_embedder(palace: Palace, settings: &Settings) -> Result<Palace> {
-    let palace = palace.with_tier_gates(TierGates { high: settings.heuristic_high, low: settings.heuristic_low });
     Ok(match embedder::build(settings)? {
         Some(embedder) => palace.with_embedder(embedder),
         None => palace,
@@ -278,6 +286,18 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Export(args) => transfer::export(&open_palace(&settings, Access::Read)?, args),
         Command::Import(args) => transfer::import(&settings, args),
         Command::Model(command) => model::run(&settings, command),
+        Command::Kg(command) => {
+            let access = if matches!(command, kg::KgCommand::Add { .. }) { Access::Create } else { Access::Read };
+            kg::run_kg(&open_palace(&settings, access)?, command)
+        }
+        Command::Graph(command) => {
+            let access = if matches!(command, kg::GraphCommand::Tunnel(kg::TunnelCommand::Create { .. })) {
+                Access::Create
+            } else {
+                Access::Read
+            };
+            kg::run_graph(&open_palace(&settings, access)?, command)
+        }
         Command::Reembed(args) => {
             model::reembed(&with_embedder(open_palace(&settings, Access::Update)?, &settings)?, args)
         }

@@ -43,6 +43,10 @@ pub struct SearchArgs {
     /// Fusion of keyword and vector matches: weighted (default), rrf or seed0.
     #[arg(long, default_value = "weighted")]
     pub fusion: String,
+    /// Leave out the knowledge-graph signal (drawers naming entities the
+    /// query names).
+    #[arg(long)]
+    pub no_graph: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -114,6 +118,7 @@ pub fn search(palace: &Palace, args: SearchArgs) -> Result<()> {
         limit: Some(args.results),
         filter,
         fusion: fusion(&args.fusion)?,
+        skip_graph: args.no_graph,
         ..SearchRequest::default()
     };
     let outcome = palace.search(&request)?;

@@ -617,3 +617,167 @@ fn search_wake_up_recall_and_inject_from_the_command_line() {
     assert_eq!(trivial["trivial"], true);
     assert_eq!(trivial["section"], Value::Null);
 }
+
+/// Issue 5 from the command line: facts with validity windows, as-of
+/// queries, ending, the timeline, statistics, facts extracted from added
+/// drawers, and the palace graph with explicit tunnels; bad input fails
+/// with the documented exit codes and writes nothing.
+#[test]
+fn knowledge_graph_and_palace_graph_from_the_command_line() {
+    let sandbox = Sandbox::new();
+    sandbox.ok(&["init"]);
+    let added = sandbox.json(&[
+        "kg",
+        "add",
+        "Crawbl Backend",
+        "uses",
+        "MySQL",
+        "--valid-from",
+        "2024-06-01",
+        "--valid-to",
+        "2025-01-14",
+        "--json",
+    ]);
+    assert_eq!(added["success"], true);
+    assert_eq!(added["existing"], false);
+    let pg = sandbox.ok(&["kg", "add", "Crawbl Backend", "uses", "PostgreSQL", "--valid-from", "2025-01-15"]);
+    let again = sandbox.run(&["kg", "add", "crawbl backend", "USES", "postgresql"]);
+    assert!(again.status.success());
+    assert_eq!(text(&again.stdout), pg, "an identical current fact keeps its id");
+    assert!(text(&again.stderr).contains("already known"));
+
+    let at = |date: &str| {
+        let result = sandbox.json(&["kg", "query", "Crawbl Backend", "--as-of", date, "--direction", "out", "--json"]);
+        result["facts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["object"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(at("2024-09-01"), vec!["MySQL"]);
+    assert_eq!(at("2025-01-14"), vec!["MySQL"]);
+    assert_eq!(at("2025-02-01"), vec!["PostgreSQL"]);
+    assert!(at("2024-01-01").is_empty());
+    let query = sandbox.json(&["kg", "query", "PostgreSQL", "--json"]);
+    assert_eq!(query["count"], 1);
+    let fact = &query["facts"][0];
+    assert_eq!((fact["direction"].as_str(), fact["subject"].as_str()), (Some("incoming"), Some("Crawbl Backend")));
+    assert_eq!(fact["valid_from"], "2025-01-15T00:00:00.000000Z");
+    assert_eq!(fact["current"], true);
+
+    sandbox.ok(&["kg", "invalidate", "Crawbl Backend", "uses", "PostgreSQL", "--ended", "2025-06-30"]);
+    let none_left = sandbox.run(&["kg", "invalidate", "Crawbl Backend", "uses", "PostgreSQL"]);
+    assert_eq!(code(&none_left), 3);
+    assert!(text(&none_left.stderr).contains("current fact not found"), "{}", text(&none_left.stderr));
+    let timeline = sandbox.json(&["kg", "timeline", "Crawbl Backend", "--json"]);
+    let windows: Vec<(String, Value)> = timeline["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["object"].as_str().unwrap().to_string(), f["valid_to"].clone()))
+        .collect();
+    assert_eq!(
+        windows,
+        vec![
+            ("MySQL".to_string(), Value::from("2025-01-14T23:59:59.999999Z")),
+            ("PostgreSQL".to_string(), Value::from("2025-06-30T23:59:59.999999Z")),
+        ]
+    );
+    assert!(sandbox.ok(&["kg", "timeline", "Crawbl Backend"]).contains("Crawbl Backend → uses → MySQL"));
+
+    // Bad input: an inverted window, an unknown direction, a bad date.
+    for (args, needle) in [
+        (
+            vec!["kg", "add", "A", "uses", "B", "--valid-from", "2025-02-01", "--valid-to", "2025-01-01"],
+            "before valid_from",
+        ),
+        (vec!["kg", "query", "A", "--direction", "sideways"], "use out, in or both"),
+        (vec!["kg", "add", "A", "uses", "B", "--valid-from", "last tuesday"], "--valid-from"),
+    ] {
+        let output = sandbox.run(&args);
+        assert_eq!(code(&output), 2, "{args:?}");
+        assert!(text(&output.stderr).contains(needle), "{args:?}: {}", text(&output.stderr));
+    }
+
+    // Extraction from added drawers, cited by the facts.
+    let drawer = sandbox
+        .ok(&["add", "--wing", "crawbl", "--room", "team", "Alice owns the Auth Module and prefers dark mode."])
+        .trim()
+        .to_string();
+    let alice = sandbox.json(&["kg", "query", "Alice", "--json"]);
+    assert_eq!(alice["count"], 2);
+    assert!(alice["facts"].as_array().unwrap().iter().all(|f| f["source_drawer_id"] == drawer.as_str()));
+    let stats = sandbox.json(&["kg", "stats", "--json"]);
+    assert_eq!(
+        (stats["triples"].as_u64(), stats["current_facts"].as_u64(), stats["expired_facts"].as_u64()),
+        (Some(4), Some(2), Some(2))
+    );
+    assert_eq!(stats["relationship_types"], serde_json::json!(["uses", "owns", "prefers"]));
+    let wrong = alice["facts"].as_array().unwrap().iter().find(|f| f["predicate"] == "prefers").unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    sandbox.ok(&["kg", "delete", &wrong]);
+    assert_eq!(code(&sandbox.run(&["kg", "delete", &wrong])), 3);
+
+    // The palace graph: crawbl/team and home/team make `team` a tunnel room.
+    sandbox.ok(&[
+        "add",
+        "--raw",
+        "--wing",
+        "home",
+        "--room",
+        "team",
+        "--hall",
+        "hall_events",
+        "Weekend football team.",
+    ]);
+    sandbox.ok(&["add", "--raw", "--wing", "home", "--room", "garden", "Tomatoes need staking."]);
+    let tunnels = sandbox.json(&["graph", "tunnels", "--json"]);
+    assert_eq!(tunnels.as_array().unwrap().len(), 1);
+    assert_eq!(tunnels[0]["room"], "team");
+    assert_eq!(tunnels[0]["wings"], serde_json::json!(["crawbl", "home"]));
+    assert!(
+        sandbox
+            .json(&["graph", "tunnels", "--wing-a", "crawbl", "--wing-b", "lab", "--json"])
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let walk = sandbox.json(&["graph", "traverse", "garden", "--json"]);
+    let rooms: Vec<(&str, u64)> =
+        walk.as_array().unwrap().iter().map(|r| (r["room"].as_str().unwrap(), r["hop"].as_u64().unwrap())).collect();
+    assert_eq!(rooms, vec![("garden", 0), ("team", 1)]);
+    assert_eq!(walk[1]["connected_via"], serde_json::json!(["home"]));
+    let stats = sandbox.json(&["graph", "stats", "--json"]);
+    assert_eq!((stats["total_rooms"].as_u64(), stats["tunnel_rooms"].as_u64()), (Some(2), Some(1)));
+    assert_eq!(stats["rooms_per_wing"], serde_json::json!({"home": 2, "crawbl": 1}));
+    let missing = sandbox.run(&["graph", "traverse", "gardn"]);
+    assert_eq!(code(&missing), 3);
+    assert!(text(&missing.stderr).contains("room not found: gardn"), "{}", text(&missing.stderr));
+
+    let id = sandbox.ok(&["graph", "tunnel", "create", "home/garden", "crawbl/team", "--label", "weekend planning"]);
+    let again = sandbox.run(&["graph", "tunnel", "create", "crawbl/team", "home/garden"]);
+    assert_eq!(text(&again.stdout), id, "tunnel ids are symmetric");
+    let listed = sandbox.json(&["graph", "tunnel", "list", "--json"]);
+    assert_eq!(listed[0]["label"], "weekend planning");
+    let followed = sandbox.json(&["graph", "tunnel", "follow", "crawbl/team", "--json"]);
+    assert_eq!((followed[0]["wing"].as_str(), followed[0]["room"].as_str()), (Some("home"), Some("garden")));
+    assert_eq!(code(&sandbox.run(&["graph", "tunnel", "create", "nowhere", "home/garden"])), 2);
+    sandbox.ok(&["graph", "tunnel", "delete", id.trim()]);
+    assert!(sandbox.json(&["graph", "tunnel", "list", "--json"]).as_array().unwrap().is_empty());
+
+    // The workspace limits come from config or the environment and stop
+    // with a message that says how to raise them.
+    let stats = sandbox.json(&["kg", "stats", "--json"]);
+    let entities = stats["entities"].as_u64().unwrap();
+    let limited = sandbox
+        .cmd(&["kg", "add", "Brand New Thing", "uses", "Another New Thing"])
+        .env("MEMPALACE_MAX_ENTITIES", (entities + 1).to_string())
+        .output()
+        .unwrap();
+    assert_eq!(limited.status.code(), Some(2), "{}", text(&limited.stderr));
+    assert!(text(&limited.stderr).contains("MEMPALACE_MAX_ENTITIES"), "{}", text(&limited.stderr));
+    assert_eq!(sandbox.json(&["kg", "stats", "--json"])["entities"], entities, "nothing half-written");
+}
