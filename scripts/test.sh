@@ -33,4 +33,18 @@ if [[ ! -d "${MEMPALACE_SHARED_DIR:-/nonexistent}/fixtures" ]]; then
 fi
 export MEMPALACE_SHARED_DIR
 
+# The official Python MCP SDK, the client of the MCP tests, in a virtualenv
+# under target/ (created once; pinned so a new SDK release cannot change a
+# test run).
+venv="$target_dir/mcp-venv"
+if ! "$venv/bin/python" -c 'import mcp' 2>/dev/null; then
+    rm -rf "$venv"
+    python3 -m venv "$venv" || {
+        echo "cannot create a Python virtualenv: install python3-venv (apt-get install python3-venv)" >&2
+        exit 1
+    }
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check 'mcp==2.3.0'
+fi
+export MEMPALACE_TEST_PYTHON="$venv/bin/python"
+
 cargo test --workspace --all-features --locked

@@ -158,6 +158,11 @@ const STOPWORDS: &[&str] = &[
     "cool", "morning", "evening", "bye", "lol", "right", "got", "know", "think",
 ];
 
+/// Whether a lowercase word is a stopword (carries no topic).
+pub fn is_stopword(word: &str) -> bool {
+    STOPWORDS.contains(&word)
+}
+
 /// Seed 2 trivial filter: fewer than three meaningful words once stopwords
 /// are removed. Trivial messages skip the memory lookup.
 pub fn is_trivial(message: &str) -> bool {

@@ -62,6 +62,8 @@ pub struct IngestRequest {
     pub tags: Vec<String>,
     /// File verbatim: no noise filter, classifier or dedup.
     pub raw: bool,
+    /// Sensor data filed with the text (robotmem perceptions).
+    pub perception: Option<mempalace_core::Perception>,
 }
 
 impl IngestRequest {
@@ -83,6 +85,7 @@ impl IngestRequest {
             context: Map::new(),
             tags: Vec::new(),
             raw: false,
+            perception: None,
         }
     }
 }
@@ -281,6 +284,7 @@ impl Palace {
             drawer.owner_user_id = request.owner_user_id.clone();
             drawer.session_id = request.session_id.clone();
             drawer.context = request.context.clone();
+            drawer.perception = request.perception.clone();
             if total > 1 {
                 drawer.chunk_index = Some(chunk_index as u32);
             }

@@ -108,12 +108,20 @@ impl Palace {
     }
 
     /// robotmem `learn`: files a short insight with its inferred category
-    /// (the room), confidence, scope and tags, in `collection` (the wing).
-    pub fn learn(&self, insight: &str, collection: &Wing, context: Option<&Value>) -> EngineResult<Learned> {
+    /// (the room), confidence, scope and tags, in `collection` (the wing),
+    /// as part of `session` when given.
+    pub fn learn(
+        &self,
+        insight: &str,
+        collection: &Wing,
+        context: Option<&Value>,
+        session: Option<&str>,
+    ) -> EngineResult<Learned> {
         let analysis = analyze(insight);
         let room = Room::parse(analysis.category)?;
         let mut request = IngestRequest::new(collection.clone(), room, insight, "learn");
         request.raw = true;
+        request.session_id = session.map(str::to_string);
         request.confidence = Some(Confidence::new(analysis.confidence)?);
         request.tags = analysis.tags.clone();
         if let Some(Value::Object(map)) = context {

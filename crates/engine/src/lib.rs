@@ -8,6 +8,7 @@
 //!
 //! This is also where the clock is read; core takes time as an argument.
 
+pub mod drawers;
 pub mod embedding;
 pub mod error;
 pub mod graph;

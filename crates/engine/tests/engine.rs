@@ -450,7 +450,7 @@ fn wake_up_recall_and_inject() {
 fn learn_files_an_insight_with_category_tags_and_scope() {
     let (_dir, palace) = palace(Some(static_model()));
     let learned = palace
-        .learn("grip_force=12.5N works best because sensor was calibrated", &Wing::parse("robot").unwrap(), None)
+        .learn("grip_force=12.5N works best because sensor was calibrated", &Wing::parse("robot").unwrap(), None, None)
         .unwrap();
     assert_eq!(learned.category, "root_cause");
     let drawer = palace.drawer(learned.report.drawer_ids()[0]).unwrap();

@@ -221,6 +221,8 @@ pub struct Settings {
     pub heuristic_low: f64,
     /// Knowledge-graph limits per workspace: (entities, facts).
     pub kg_limits: (u64, u64),
+    /// Bearer token of the MCP HTTP endpoint (`$MEMPALACE_MCP_HTTP_TOKEN`).
+    pub mcp_http_token: Option<mempalace_mcp::http::Token>,
 }
 
 /// Where the palace file lives for a palace path: an existing file, or a
@@ -346,6 +348,7 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
             whole("MEMPALACE_MAX_ENTITIES", config.max_entities, DEFAULT_MAX_ENTITIES)?,
             whole("MEMPALACE_MAX_TRIPLES", config.max_triples, DEFAULT_MAX_TRIPLES)?,
         ),
+        mcp_http_token: env.get("MEMPALACE_MCP_HTTP_TOKEN").cloned().and_then(mempalace_mcp::http::Token::new),
     })
 }
 

@@ -354,6 +354,17 @@ impl StoreRead for SqliteStore {
     ) -> StoreResult<Vec<Drawer>> {
         self.read(|conn| query::place_drawers(conn, workspace, wing, room, limit))
     }
+
+    fn page_drawers(
+        &self,
+        workspace: &WorkspaceId,
+        wing: Option<&str>,
+        room: Option<&str>,
+        offset: usize,
+        limit: usize,
+    ) -> StoreResult<Vec<Drawer>> {
+        self.read(|conn| query::page_drawers(conn, workspace, wing, room, offset, limit))
+    }
 }
 
 impl StoreWrite for SqliteStore {
@@ -374,6 +385,20 @@ impl StoreWrite for SqliteStore {
 
     fn delete_drawer(&self, workspace: &WorkspaceId, id: &DrawerId) -> StoreResult<bool> {
         self.write(|tx| records::delete_drawer(tx, workspace, id))
+    }
+
+    fn replace_drawer(&self, drawer: &Drawer) -> StoreResult<bool> {
+        self.write(|tx| {
+            if !records::delete_drawer(tx, &drawer.workspace_id, &drawer.id)? {
+                return Ok(false);
+            }
+            records::insert_drawer(tx, drawer)?;
+            Ok(true)
+        })
+    }
+
+    fn save_session(&self, session: &Session) -> StoreResult<()> {
+        self.write(|tx| records::save_session(tx, session))
     }
 
     fn set_embeddings(&self, workspace: &WorkspaceId, vectors: &[(DrawerId, Embedding)]) -> StoreResult<usize> {

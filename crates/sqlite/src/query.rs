@@ -269,6 +269,35 @@ pub(crate) fn place_drawers(
     )
 }
 
+pub(crate) fn page_drawers(
+    conn: &Connection,
+    workspace: &WorkspaceId,
+    wing: Option<&str>,
+    room: Option<&str>,
+    offset: usize,
+    limit: usize,
+) -> StoreResult<Vec<Drawer>> {
+    let mut values = vec![SqlValue::Text(workspace.to_string())];
+    let mut clauses = String::new();
+    for (column, value) in [("wing", wing), ("room", room)] {
+        if let Some(value) = value {
+            values.push(SqlValue::Text(value.to_string()));
+            clauses.push_str(&format!(" AND {column} = ?"));
+        }
+    }
+    values.push(SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+    values.push(SqlValue::Integer(i64::try_from(offset).unwrap_or(i64::MAX)));
+    drawers_where(
+        conn,
+        &format!(
+            "WHERE workspace_id = ?{clauses} AND status = 'active' AND owner_user_id IS NULL \
+             ORDER BY filed_at DESC, id LIMIT ? OFFSET ?"
+        ),
+        values,
+        workspace,
+    )
+}
+
 pub(crate) fn touch_access(
     tx: &Transaction<'_>,
     workspace: &WorkspaceId,

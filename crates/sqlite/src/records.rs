@@ -105,6 +105,42 @@ pub(crate) fn delete_drawer(tx: &Transaction<'_>, workspace: &WorkspaceId, id: &
     Ok(true)
 }
 
+pub(crate) fn save_session(tx: &Transaction<'_>, session: &Session) -> StoreResult<()> {
+    write_session(tx, session, true).map(|_| ())
+}
+
+/// Inserts a session; an existing one is updated (`upsert`) or kept.
+/// Returns the rows changed.
+fn write_session(tx: &Transaction<'_>, session: &Session, upsert: bool) -> StoreResult<usize> {
+    ensure_workspace(tx, &session.workspace_id, &session.started_at)?;
+    let on_conflict = if upsert {
+        "ON CONFLICT (workspace_id, id) DO UPDATE SET agent = excluded.agent, user_id = excluded.user_id, \
+         context = excluded.context, status = excluded.status, outcome_score = excluded.outcome_score, \
+         session_count = excluded.session_count, ended_at = excluded.ended_at"
+    } else {
+        "ON CONFLICT DO NOTHING"
+    };
+    tx.prepare_cached(&format!(
+        "INSERT INTO sessions (workspace_id, id, agent, user_id, context, status, outcome_score, \
+         session_count, started_at, ended_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) {on_conflict}"
+    ))
+    .and_then(|mut stmt| {
+        stmt.execute(params![
+            session.workspace_id.as_str(),
+            session.id,
+            session.agent,
+            session.user_id,
+            to_json_text(&session.context),
+            session.status.as_str(),
+            session.outcome_score,
+            session.session_count,
+            ts(&session.started_at),
+            opt_ts(session.ended_at.as_ref()),
+        ])
+    })
+    .ctx("saving a session")
+}
+
 pub(crate) fn attach_tags(conn: &Connection, workspace: &WorkspaceId, drawers: &mut [Drawer]) -> StoreResult<()> {
     if drawers.is_empty() {
         return Ok(());
@@ -507,31 +543,7 @@ pub(crate) fn import_record(tx: &Transaction<'_>, record: &PalaceRecord) -> Stor
                 .ctx("importing a triple")?;
             Ok(counted(changed))
         }
-        PalaceRecord::Session(session) => {
-            ensure_workspace(tx, &session.workspace_id, &session.started_at)?;
-            let changed = tx
-                .prepare_cached(
-                    "INSERT INTO sessions (workspace_id, id, agent, user_id, context, status, outcome_score, \
-                     session_count, started_at, ended_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
-                     ON CONFLICT DO NOTHING",
-                )
-                .and_then(|mut stmt| {
-                    stmt.execute(params![
-                        session.workspace_id.as_str(),
-                        session.id,
-                        session.agent,
-                        session.user_id,
-                        to_json_text(&session.context),
-                        session.status.as_str(),
-                        session.outcome_score,
-                        session.session_count,
-                        ts(&session.started_at),
-                        opt_ts(session.ended_at.as_ref()),
-                    ])
-                })
-                .ctx("importing a session")?;
-            Ok(counted(changed))
-        }
+        PalaceRecord::Session(session) => Ok(counted(write_session(tx, session, false)?)),
         PalaceRecord::EpisodicSummary(summary) => {
             ensure_workspace(tx, &summary.workspace_id, &summary.created_at)?;
             let changed = tx

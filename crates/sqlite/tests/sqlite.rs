@@ -46,6 +46,7 @@ conformance_tests!(
     check_listings_and_access,
     check_knowledge_graph,
     check_mentions_halls_and_tunnels,
+    check_pages_replacement_and_sessions,
 );
 
 #[test]

@@ -548,6 +548,67 @@ pub fn check_listings_and_access(store: &dyn Store) {
     assert_eq!(store.touch_access(&workspace("other"), &[low.id], when).expect("touch"), 0);
 }
 
+/// Pages of drawers (newest first, filters, offset), in-place replacement
+/// with its index entries, and sessions saved then updated.
+pub fn check_pages_replacement_and_sessions(store: &dyn Store) {
+    let ws = workspace("default");
+    let mut drawers = Vec::new();
+    for i in 0..5 {
+        let mut d = drawer(&ws, if i < 3 { "lab" } else { "home" }, "notes", &format!("page drawer {i} zebra"));
+        d.filed_at = at(&format!("2025-03-0{}T10:00:00Z", i + 1));
+        drawers.push(d);
+    }
+    store.put_drawers(&drawers).expect("put");
+    let ids = |page: Vec<Drawer>| page.into_iter().map(|d| d.id).collect::<Vec<_>>();
+    let all = ids(store.page_drawers(&ws, None, None, 0, 10).expect("page"));
+    let newest_first: Vec<DrawerId> = drawers.iter().rev().map(|d| d.id.clone()).collect();
+    assert_eq!(all, newest_first);
+    assert_eq!(ids(store.page_drawers(&ws, None, None, 1, 2).expect("page")), newest_first[1..3].to_vec());
+    assert_eq!(store.page_drawers(&ws, Some("lab"), Some("notes"), 0, 10).expect("page").len(), 3);
+    assert_eq!(store.page_drawers(&ws, None, Some("nowhere"), 0, 10).expect("page").len(), 0);
+    assert!(store.page_drawers(&workspace("other"), None, None, 0, 10).expect("page").is_empty());
+
+    let mut changed = store.drawer(&ws, &drawers[0].id).expect("get").expect("found");
+    changed.content = Content::parse("rewritten text about giraffes").expect("content");
+    changed.content_hash = mempalace_core::ContentHash::of(changed.content.as_str());
+    changed.wing = Wing::parse("home").expect("wing");
+    assert!(store.replace_drawer(&changed).expect("replace"));
+    let read = store.drawer(&ws, &changed.id).expect("get").expect("found");
+    assert_eq!((read.content.as_str(), read.wing.as_str()), ("rewritten text about giraffes", "home"));
+    let taxonomy = store.taxonomy(&ws).expect("taxonomy");
+    assert_eq!(taxonomy.wings.get("lab").map(|w| w.drawers), Some(2), "counts follow the move");
+    assert_eq!(taxonomy.wings.get("home").map(|w| w.drawers), Some(3));
+    let hits = |term: &str| {
+        store.lexical_search(&ws, &[term.to_string()], &DrawerFilter::default(), 10).expect("lexical").len()
+    };
+    assert_eq!(hits("giraffes"), 1, "the new text is indexed");
+    assert_eq!(hits("zebra"), 4, "the old text is not");
+    let mut missing = changed.clone();
+    missing.id = DrawerId::parse("drawer_nowhere_notes_000000000000000000000000").expect("id");
+    assert!(!store.replace_drawer(&missing).expect("replace"));
+    assert!(store.drawer(&ws, &missing.id).expect("get").is_none());
+
+    let mut session = Session {
+        workspace_id: ws.clone(),
+        id: "episode-1".into(),
+        agent: Some("arm-01".into()),
+        user_id: None,
+        context: serde_json::Map::new(),
+        status: SessionStatus::Active,
+        outcome_score: None,
+        session_count: 1,
+        started_at: at("2025-03-01T10:00:00Z"),
+        ended_at: None,
+    };
+    store.save_session(&session).expect("save");
+    session.status = SessionStatus::Ended;
+    session.outcome_score = Some(0.75);
+    session.ended_at = Some(at("2025-03-01T11:00:00Z"));
+    store.save_session(&session).expect("save again");
+    assert_eq!(store.sessions(&ws).expect("sessions"), vec![session]);
+    assert!(store.sessions(&workspace("other")).expect("sessions").is_empty());
+}
+
 fn entity(ws: &WorkspaceId, name: &str, kind: &str) -> Entity {
     Entity {
         workspace_id: ws.clone(),
@@ -775,5 +836,6 @@ pub fn run_all(mut fresh: impl FnMut() -> Arc<dyn Store>) {
     check_listings_and_access(fresh().as_ref());
     check_knowledge_graph(fresh().as_ref());
     check_mentions_halls_and_tunnels(fresh().as_ref());
+    check_pages_replacement_and_sessions(fresh().as_ref());
     check_concurrent_writers(fresh());
 }

@@ -173,6 +173,16 @@ pub trait StoreRead: Send + Sync {
         room: Option<&str>,
         limit: usize,
     ) -> StoreResult<Vec<Drawer>>;
+    /// A page of active drawers visible to everyone, optionally of one wing
+    /// and/or room, newest first (ties by id), skipping `offset`.
+    fn page_drawers(
+        &self,
+        workspace: &WorkspaceId,
+        wing: Option<&str>,
+        room: Option<&str>,
+        offset: usize,
+        limit: usize,
+    ) -> StoreResult<Vec<Drawer>>;
 }
 
 /// Changes. Each call is one short transaction: it commits completely or not
@@ -193,6 +203,13 @@ pub trait StoreWrite: StoreRead {
         at: Timestamp,
     ) -> StoreResult<bool>;
 
+    /// Replaces an existing drawer (same workspace and id) with `drawer`,
+    /// index entries, tags and mentions included, in one transaction.
+    /// Returns false, changing nothing, when no such drawer exists.
+    fn replace_drawer(&self, drawer: &Drawer) -> StoreResult<bool>;
+    /// Inserts a session or updates the stored one with the same id
+    /// (status, outcome, end, context, count).
+    fn save_session(&self, session: &Session) -> StoreResult<()>;
     /// Removes a drawer and everything derived from it. Returns false when
     /// it did not exist.
     fn delete_drawer(&self, workspace: &WorkspaceId, id: &DrawerId) -> StoreResult<bool>;

@@ -8,16 +8,16 @@
 use anyhow::Result;
 use clap::Subcommand;
 use mempalace_core::time::DayEdge;
-use mempalace_core::tunnel::{Place, Tunnel};
+use mempalace_core::tunnel::Place;
 use mempalace_core::{Room, Wing};
 use mempalace_engine::Palace;
-use mempalace_engine::graph::{Reached, TunnelRoom};
 use mempalace_engine::kg::{Fact, fact_time, parse_date};
 use mempalace_store::{Direction, TripleOutcome};
 use serde_json::{Value, json};
 
 use super::UserError;
 use crate::output;
+use mempalace_mcp::shapes;
 
 /// Knowledge-graph subcommands.
 #[derive(Debug, Subcommand)]
@@ -173,22 +173,6 @@ fn direction(text: &str) -> Result<Direction> {
     })
 }
 
-/// A fact as JSON (MemPalace `kg_query` shape plus id and source).
-pub fn fact_json(fact: &Fact) -> Value {
-    json!({
-        "id": fact.id,
-        "direction": fact.direction,
-        "subject": fact.subject,
-        "predicate": fact.predicate,
-        "object": fact.object,
-        "valid_from": fact_time(fact.valid_from.as_ref()),
-        "valid_to": fact_time(fact.valid_to.as_ref()),
-        "current": fact.current,
-        "confidence": fact.confidence,
-        "source_drawer_id": fact.source_drawer_id.as_ref().map(|id| id.as_str()),
-    })
-}
-
 fn fact_line(fact: &Fact) -> String {
     let from = fact_time(fact.valid_from.as_ref()).map_or("?".to_string(), |t| t[..10].to_string());
     let to = match (&fact.valid_to, fact.current) {
@@ -210,34 +194,6 @@ pub fn place(text: &str) -> Result<Place> {
         .split_once('/')
         .ok_or_else(|| UserError(format!("{text:?} is not a place; write WING/ROOM, e.g. lab/gripper")))?;
     Ok(Place { wing: Wing::parse(wing)?, room: Room::parse(room)? })
-}
-
-/// A tunnel as JSON.
-pub fn tunnel_json(tunnel: &Tunnel) -> Value {
-    json!({
-        "id": tunnel.id,
-        "source": {"wing": tunnel.a.wing.as_str(), "room": tunnel.a.room.as_str()},
-        "target": {"wing": tunnel.b.wing.as_str(), "room": tunnel.b.room.as_str()},
-        "label": tunnel.label.clone().unwrap_or_default(),
-        "created_by": tunnel.created_by,
-        "created_at": mempalace_core::time::format_timestamp(&tunnel.created_at),
-    })
-}
-
-/// A traversal step as JSON (MemPalace `traverse` shape).
-pub fn reached_json(reached: &Reached) -> Value {
-    let mut value = json!({
-        "room": reached.room, "wings": reached.wings, "halls": reached.halls, "count": reached.count, "hop": reached.hop,
-    });
-    if reached.hop > 0 {
-        value["connected_via"] = json!(reached.connected_via);
-    }
-    value
-}
-
-/// A tunnel room as JSON (MemPalace `find_tunnels` shape).
-pub fn tunnel_room_json(room: &TunnelRoom) -> Value {
-    json!({"room": room.room, "wings": room.wings, "halls": room.halls, "count": room.count, "recent": ""})
 }
 
 pub fn run_kg(palace: &Palace, command: KgCommand) -> Result<()> {
@@ -264,7 +220,7 @@ pub fn run_kg(palace: &Palace, command: KgCommand) -> Result<()> {
             let facts = palace.kg_query(&entity, as_of_time, direction(&dir)?)?;
             if as_json {
                 output::json(
-                    &json!({"entity": entity, "as_of": as_of, "facts": facts.iter().map(fact_json).collect::<Vec<_>>(), "count": facts.len()}),
+                    &json!({"entity": entity, "as_of": as_of, "facts": facts.iter().map(shapes::fact).collect::<Vec<_>>(), "count": facts.len()}),
                 )?;
             } else if facts.is_empty() {
                 output::note(format!("no facts about {entity:?}"));
@@ -290,7 +246,7 @@ pub fn run_kg(palace: &Palace, command: KgCommand) -> Result<()> {
             let facts = palace.kg_timeline(entity.as_deref())?;
             if as_json {
                 output::json(
-                    &json!({"entity": entity.as_deref().unwrap_or("all"), "timeline": facts.iter().map(fact_json).collect::<Vec<_>>(), "count": facts.len()}),
+                    &json!({"entity": entity.as_deref().unwrap_or("all"), "timeline": facts.iter().map(shapes::fact).collect::<Vec<_>>(), "count": facts.len()}),
                 )?;
             } else {
                 for fact in &facts {
@@ -302,11 +258,7 @@ pub fn run_kg(palace: &Palace, command: KgCommand) -> Result<()> {
             let stats = palace.kg_stats()?;
             let types: Vec<&str> = stats.predicates.iter().map(|(p, _)| p.as_str()).collect();
             if as_json {
-                output::json(&json!({
-                    "entities": stats.entities, "triples": stats.triples, "current_facts": stats.current,
-                    "expired_facts": stats.expired, "relationship_types": types,
-                    "relationship_counts": stats.predicates.iter().map(|(p, n)| (p.clone(), json!(n))).collect::<serde_json::Map<_, _>>(),
-                }))?;
+                output::json(&shapes::kg_stats(&stats))?;
             } else {
                 output::line(format!(
                     "{} entities, {} facts ({} current, {} ended); relations: {}",
@@ -331,7 +283,7 @@ pub fn run_graph(palace: &Palace, command: GraphCommand) -> Result<()> {
         GraphCommand::Traverse { room, max_hops, json: as_json } => {
             let reached = palace.traverse(&room, max_hops)?;
             if as_json {
-                output::json(&Value::Array(reached.iter().map(reached_json).collect()))?;
+                output::json(&Value::Array(reached.iter().map(shapes::reached).collect()))?;
             } else {
                 for step in &reached {
                     output::line(format!(
@@ -347,7 +299,7 @@ pub fn run_graph(palace: &Palace, command: GraphCommand) -> Result<()> {
         GraphCommand::Tunnels { wing_a, wing_b, json: as_json } => {
             let rooms = palace.find_tunnels(wing_a.as_deref(), wing_b.as_deref())?;
             if as_json {
-                output::json(&Value::Array(rooms.iter().map(tunnel_room_json).collect()))?;
+                output::json(&Value::Array(rooms.iter().map(shapes::tunnel_room).collect()))?;
             } else {
                 for room in &rooms {
                     output::line(format!("{} ({} drawers) bridges {}", room.room, room.count, room.wings.join(", ")))?;
@@ -356,17 +308,7 @@ pub fn run_graph(palace: &Palace, command: GraphCommand) -> Result<()> {
         }
         GraphCommand::Stats { json: as_json } => {
             let stats = palace.graph_stats()?;
-            let value = json!({
-                "total_rooms": stats.total_rooms,
-                "total_room_instances": stats.total_room_instances,
-                "tunnel_rooms": stats.tunnel_rooms,
-                "passive_tunnel_rooms": stats.tunnel_rooms,
-                "explicit_tunnels": stats.explicit_tunnels,
-                "total_edges": stats.total_edges,
-                "total_connections": stats.total_edges + stats.explicit_tunnels,
-                "rooms_per_wing": stats.rooms_per_wing.iter().map(|(w, n)| (w.clone(), json!(n))).collect::<serde_json::Map<_, _>>(),
-                "top_tunnels": stats.top_tunnels.iter().map(|t| json!({"room": t.room, "wings": t.wings, "count": t.count})).collect::<Vec<_>>(),
-            });
+            let value = shapes::graph_stats(&stats);
             if as_json {
                 output::json(&value)?;
             } else {
@@ -390,7 +332,7 @@ pub fn run_graph(palace: &Palace, command: GraphCommand) -> Result<()> {
         GraphCommand::Tunnel(TunnelCommand::List { wing, json: as_json }) => {
             let tunnels = palace.list_tunnels(wing.as_deref())?;
             if as_json {
-                output::json(&Value::Array(tunnels.iter().map(tunnel_json).collect()))?;
+                output::json(&Value::Array(tunnels.iter().map(shapes::tunnel).collect()))?;
             } else {
                 for t in &tunnels {
                     output::line(format!(

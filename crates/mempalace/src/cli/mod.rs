@@ -10,6 +10,7 @@ mod drawer;
 mod embedder;
 mod identity;
 mod kg;
+mod mcp;
 mod model;
 mod palace;
 mod retrieve;
@@ -102,6 +103,10 @@ pub enum Command {
     Model(model::ModelCommand),
     /// Give every drawer a vector of the configured embedder (resumable).
     Reembed(model::ReembedArgs),
+    /// MCP: print the setup lines for Claude Code and Codex, or `mcp serve` on stdio.
+    Mcp(mcp::McpArgs),
+    /// Run the long-lived servers (for now: MCP over streamable HTTP).
+    Serve(mcp::ServeArgs),
     /// Check the palace and rebuild derived indexes if needed. Never deletes user data.
     #[command(visible_alias = "repair")]
     Doctor(palace::DoctorArgs),
@@ -286,6 +291,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Export(args) => transfer::export(&open_palace(&settings, Access::Read)?, args),
         Command::Import(args) => transfer::import(&settings, args),
         Command::Model(command) => model::run(&settings, command),
+        Command::Mcp(args) => mcp::run(&settings, args),
+        Command::Serve(args) => mcp::serve(&settings, args),
         Command::Kg(command) => {
             let access = if matches!(command, kg::KgCommand::Add { .. }) { Access::Create } else { Access::Read };
             kg::run_kg(&open_palace(&settings, access)?, command)

@@ -1,5 +1,6 @@
-//! The binary crate's one integration-test binary: the CLI driven as a
+//! The binary crate's one integration-test binary: the CLI and the MCP server driven as a
 //! subprocess, and repository-wide tidiness checks.
 
 mod cli;
+mod mcp;
 mod tidy;

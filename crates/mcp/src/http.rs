@@ -1,0 +1,144 @@
+//! Streamable HTTP: the MCP service mounted at `/mcp` with axum.
+//!
+//! On a loopback address the endpoint is open to local clients, and only
+//! loopback `Host` names are accepted (against DNS rebinding). Bound to any
+//! other address it refuses to start without a bearer token, checks
+//! `Authorization: Bearer …` on every request, and accepts the `Host` names
+//! it is told to. A browser `Origin` must be one of the allowed origins
+//! (none by default, so pages cannot call a local server).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+
+use crate::server::McpServer;
+
+/// A bearer token; never printed.
+#[derive(Clone)]
+pub struct Token(String);
+
+impl Token {
+    /// Wraps a token; an empty one is refused.
+    pub fn new(token: String) -> Option<Self> {
+        (!token.trim().is_empty()).then(|| Self(token.trim().to_string()))
+    }
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(…)")
+    }
+}
+
+/// How the HTTP endpoint is exposed.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Where to listen.
+    pub addr: SocketAddr,
+    /// Required off loopback.
+    pub token: Option<Token>,
+    /// Extra accepted `Host` names (besides loopback ones) off loopback.
+    pub allowed_hosts: Vec<String>,
+    /// Accepted browser origins (`scheme://host:port`).
+    pub allowed_origins: Vec<String>,
+}
+
+/// Why the HTTP server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// Off loopback without a token.
+    #[error(
+        "refusing to serve MCP on {0} without a token: set MEMPALACE_MCP_HTTP_TOKEN (clients send it as \
+         `Authorization: Bearer …`), or bind to 127.0.0.1"
+    )]
+    TokenRequired(SocketAddr),
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}; choose another port or stop the other server")]
+    Bind {
+        /// Address.
+        addr: SocketAddr,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The server stopped with an I/O error.
+    #[error("the HTTP server failed: {0}")]
+    Serve(std::io::Error),
+}
+
+impl HttpOptions {
+    /// Refuses a non-loopback address without a token.
+    pub fn check(&self) -> Result<(), HttpError> {
+        if !self.addr.ip().is_loopback() && self.token.is_none() {
+            return Err(HttpError::TokenRequired(self.addr));
+        }
+        Ok(())
+    }
+}
+
+/// The axum router serving MCP at `/mcp` (for embedding in a larger app).
+pub fn router(server: McpServer, options: &HttpOptions) -> Result<Router, HttpError> {
+    options.check()?;
+    let loopback = options.addr.ip().is_loopback();
+    let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into(), "[::1]".into()];
+    if !loopback {
+        hosts.extend(options.allowed_hosts.iter().cloned());
+        hosts.push(options.addr.ip().to_string());
+    }
+    let mut config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
+    config = if options.allowed_origins.is_empty() {
+        config.enforce_origin_validation()
+    } else {
+        config.with_allowed_origins(options.allowed_origins.clone())
+    };
+    let service =
+        StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
+    let token = Arc::new(options.token.clone());
+    Ok(Router::new().nest_service("/mcp", service).layer(middleware::from_fn_with_state(token, authorize)))
+}
+
+async fn authorize(State(token): State<Arc<Option<Token>>>, request: Request, next: Next) -> Response {
+    if let Some(Token(expected)) = token.as_ref() {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        if !given.is_some_and(|given| constant_time_eq(given.as_bytes(), expected.as_bytes())) {
+            tracing::warn!(uri = %request.uri(), "MCP request without a valid bearer token refused");
+            return (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                "missing or wrong bearer token: send `Authorization: Bearer <MEMPALACE_MCP_HTTP_TOKEN>`\n",
+            )
+                .into_response();
+        }
+    }
+    next.run(request).await
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Serves until `shutdown` resolves.
+pub async fn serve(
+    server: McpServer,
+    options: HttpOptions,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), HttpError> {
+    let app = router(server, &options)?;
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .map_err(|source| HttpError::Bind { addr: options.addr, source })?;
+    let local = listener.local_addr().map_err(HttpError::Serve)?;
+    tracing::info!(addr = %local, "MCP streamable HTTP listening at /mcp");
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await.map_err(HttpError::Serve)
+}

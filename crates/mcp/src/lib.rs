@@ -1,0 +1,31 @@
+//! The MCP surface of mempalace: every tool over the engine, served on
+//! stdio and on streamable HTTP.
+//!
+//! * [`registry`] — tool table, profiles, parameter checking, error kinds;
+//! * [`tools`] — the `mempalace_*` (Python MemPalace compatible),
+//!   `memory_*` (seed 0) and robotmem tool families;
+//! * [`shapes`] — MemPalace's JSON result shapes (also used by the CLI);
+//! * [`server`] — the rmcp service; [`http`] — the HTTP endpoint;
+//! * [`context`] — the palace and the embedder that loads in the background.
+//!
+//! Nothing here writes to stdout except the stdio transport itself.
+
+pub mod context;
+pub mod http;
+pub mod registry;
+pub mod server;
+pub mod shapes;
+pub mod texts;
+pub mod tools;
+
+pub use context::{Backend, EmbedderLoader};
+pub use registry::Profile;
+pub use server::McpServer;
+
+/// Serves MCP on stdin/stdout until the client closes the connection.
+pub async fn serve_stdio(server: McpServer) -> Result<(), std::io::Error> {
+    use rmcp::ServiceExt;
+    let running = server.serve(rmcp::transport::stdio()).await.map_err(std::io::Error::other)?;
+    running.waiting().await.map_err(std::io::Error::other)?;
+    Ok(())
+}

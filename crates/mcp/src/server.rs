@@ -1,0 +1,174 @@
+//! The MCP service: one type serves stdio and streamable HTTP.
+//!
+//! Tool calls run on tokio's blocking pool (the engine is synchronous and
+//! SQLite calls block), so a slow search never stalls the transport, and a
+//! panic inside a tool is caught there and answered as an internal error.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode, ErrorData, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler};
+use serde_json::{Map, Value};
+
+use crate::context::Backend;
+use crate::registry::{Profile, ToolError, ToolSpec};
+
+/// Extra argument some MemPalace clients send; accepted and ignored.
+const IGNORED_ARGUMENTS: &[&str] = &["wait_for_previous"];
+
+/// Instructions sent at `initialize`.
+const INSTRUCTIONS: &str = "mempalace is persistent memory: verbatim drawers filed by wing and room, a temporal \
+knowledge graph, and agent diaries. Start a session with mempalace_status (it returns the memory protocol) and \
+mempalace_wake_up; search before answering about past work; file decisions and facts as they happen; write your \
+diary at the end.";
+
+/// The MCP server over one palace.
+#[derive(Clone)]
+pub struct McpServer {
+    backend: Backend,
+    tools: Arc<Vec<ToolSpec>>,
+    index: Arc<HashMap<&'static str, usize>>,
+}
+
+impl McpServer {
+    /// A server offering the tools of `profile`.
+    pub fn new(backend: Backend, profile: Profile) -> Self {
+        let tools: Vec<ToolSpec> = crate::tools::all().into_iter().filter(|t| profile.includes(t.family)).collect();
+        let index = tools.iter().enumerate().map(|(i, t)| (t.name, i)).collect();
+        Self { backend, tools: Arc::new(tools), index: Arc::new(index) }
+    }
+
+    /// Names of the offered tools, in list order.
+    pub fn tool_names(&self) -> Vec<&'static str> {
+        self.tools.iter().map(|t| t.name).collect()
+    }
+
+    /// Runs one tool call to completion (used by the transports and tests).
+    pub async fn call(&self, name: &str, arguments: Option<Map<String, Value>>) -> Result<CallToolResult, ErrorData> {
+        let Some(&position) = self.index.get(name) else {
+            return Err(ErrorData::new(
+                ErrorCode::INVALID_PARAMS,
+                format!("Unknown tool: {name}; tools/list shows the tools of this server's profile"),
+                None,
+            ));
+        };
+        let spec = self.tools[position].clone();
+        let arguments = check_arguments(&spec, arguments.unwrap_or_default())?;
+        let backend = self.backend.clone();
+        let started = std::time::Instant::now();
+        let outcome = tokio::task::spawn_blocking(move || spec.call(&backend, arguments)).await;
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        match outcome {
+            Ok(Ok(value)) => {
+                tracing::debug!(tool = name, elapsed_ms, "tool call done");
+                Ok(CallToolResult::success(vec![ContentBlock::text(pretty(&value))]))
+            }
+            Ok(Err(ToolError::Failed(value))) => {
+                tracing::info!(tool = name, elapsed_ms, "tool call failed for the caller");
+                Ok(CallToolResult::error(vec![ContentBlock::text(pretty(&value))]))
+            }
+            Ok(Err(ToolError::InvalidParams(message))) => Err(ErrorData::invalid_params(message, None)),
+            Ok(Err(ToolError::Internal(detail))) => {
+                tracing::error!(tool = name, %detail, "tool call failed");
+                Err(ErrorData::internal_error(
+                    format!("internal error in {name}; the server log has the details"),
+                    None,
+                ))
+            }
+            Err(join) => {
+                tracing::error!(tool = name, error = %join, "tool call panicked");
+                Err(ErrorData::internal_error(
+                    format!("internal error in {name}; the server log has the details"),
+                    None,
+                ))
+            }
+        }
+    }
+}
+
+/// Refuses unknown and missing parameters the way MemPalace words it,
+/// before the typed parse (which then names mistyped ones).
+fn check_arguments(spec: &ToolSpec, mut arguments: Map<String, Value>) -> Result<Map<String, Value>, ErrorData> {
+    for ignored in IGNORED_ARGUMENTS {
+        arguments.remove(*ignored);
+    }
+    let schema = &spec.tool.input_schema;
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let unknown: Vec<String> = arguments
+        .keys()
+        .filter(|key| !properties.is_some_and(|p| p.contains_key(key.as_str())))
+        .map(|key| format!("'{key}'"))
+        .collect();
+    if !unknown.is_empty() {
+        let allowed: Vec<&str> = properties.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
+        return Err(ErrorData::invalid_params(
+            format!(
+                "Unknown parameter{} {} for tool {}; accepted: {}",
+                if unknown.len() > 1 { "s" } else { "" },
+                unknown.join(", "),
+                spec.name,
+                if allowed.is_empty() { "none".to_string() } else { allowed.join(", ") }
+            ),
+            None,
+        ));
+    }
+    let missing: Vec<String> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|key| arguments.get(*key).is_none_or(Value::is_null))
+        .map(|key| format!("'{key}'"))
+        .collect();
+    if !missing.is_empty() {
+        return Err(ErrorData::invalid_params(
+            format!(
+                "Missing required parameter{} {} for tool {}",
+                if missing.len() > 1 { "s" } else { "" },
+                missing.join(", "),
+                spec.name
+            ),
+            None,
+        ));
+    }
+    Ok(arguments)
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        info.server_info = Implementation::new("mempalace", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(INSTRUCTIONS.to_string());
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.iter().map(|t| t.tool.clone()).collect()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.index.get(name).map(|&i| self.tools[i].tool.clone())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.call(&request.name, request.arguments).await.map(Into::into)
+    }
+}

@@ -1,0 +1,139 @@
+//! JSON shapes of the Python MemPalace's results, defined once and used by
+//! the MCP tools and by the CLI's `--json` output (which mirrors them so
+//! scripts and agents read both alike).
+
+use mempalace_core::Drawer;
+use mempalace_core::tunnel::Tunnel;
+use mempalace_engine::graph::{GraphStats, Reached, TunnelRoom};
+use mempalace_engine::kg::{Fact, fact_time};
+use mempalace_store::{KgStats, Taxonomy};
+use serde_json::{Map, Value, json};
+
+/// `{"wing": count}` and `{"room": count}` (a room summed over wings).
+pub fn wing_and_room_counts(taxonomy: &Taxonomy) -> (Map<String, Value>, Map<String, Value>) {
+    let wings = taxonomy.wings.iter().map(|(name, wing)| (name.clone(), json!(wing.drawers))).collect();
+    let mut rooms = Map::new();
+    for wing in taxonomy.wings.values() {
+        for (room, count) in &wing.rooms {
+            let total = rooms.get(room).and_then(Value::as_u64).unwrap_or(0) + count;
+            rooms.insert(room.clone(), json!(total));
+        }
+    }
+    (wings, rooms)
+}
+
+/// `{"wing": {"room": count}}`.
+pub fn taxonomy(taxonomy: &Taxonomy) -> Value {
+    Value::Object(taxonomy.wings.iter().map(|(name, wing)| (name.clone(), json!(wing.rooms))).collect())
+}
+
+/// A fact (MemPalace `kg_query` item, plus its id and source drawer).
+pub fn fact(fact: &Fact) -> Value {
+    json!({
+        "id": fact.id,
+        "direction": fact.direction,
+        "subject": fact.subject,
+        "predicate": fact.predicate,
+        "object": fact.object,
+        "valid_from": fact_time(fact.valid_from.as_ref()),
+        "valid_to": fact_time(fact.valid_to.as_ref()),
+        "current": fact.current,
+        "confidence": fact.confidence,
+        "source_drawer_id": fact.source_drawer_id.as_ref().map(|id| id.as_str()),
+    })
+}
+
+/// Knowledge-graph statistics (MemPalace `kg_stats`, plus counts per
+/// relation).
+pub fn kg_stats(stats: &KgStats) -> Value {
+    json!({
+        "entities": stats.entities,
+        "triples": stats.triples,
+        "current_facts": stats.current,
+        "expired_facts": stats.expired,
+        "relationship_types": stats.predicates.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(),
+        "relationship_counts": stats.predicates.iter().map(|(p, n)| (p.clone(), json!(n))).collect::<Map<_, _>>(),
+    })
+}
+
+/// A traversal step (MemPalace `traverse` item).
+pub fn reached(reached: &Reached) -> Value {
+    let mut value = json!({
+        "room": reached.room, "wings": reached.wings, "halls": reached.halls, "count": reached.count, "hop": reached.hop,
+    });
+    if reached.hop > 0 {
+        value["connected_via"] = json!(reached.connected_via);
+    }
+    value
+}
+
+/// A room bridging wings (MemPalace `find_tunnels` item).
+pub fn tunnel_room(room: &TunnelRoom) -> Value {
+    json!({"room": room.room, "wings": room.wings, "halls": room.halls, "count": room.count, "recent": ""})
+}
+
+/// Palace-graph statistics (MemPalace `graph_stats`, plus explicit tunnels).
+pub fn graph_stats(stats: &GraphStats) -> Value {
+    json!({
+        "total_rooms": stats.total_rooms,
+        "total_room_instances": stats.total_room_instances,
+        "tunnel_rooms": stats.tunnel_rooms,
+        "passive_tunnel_rooms": stats.tunnel_rooms,
+        "explicit_tunnels": stats.explicit_tunnels,
+        "total_edges": stats.total_edges,
+        "total_connections": stats.total_edges + stats.explicit_tunnels,
+        "rooms_per_wing": stats.rooms_per_wing.iter().map(|(w, n)| (w.clone(), json!(n))).collect::<Map<_, _>>(),
+        "top_tunnels": stats
+            .top_tunnels
+            .iter()
+            .map(|t| json!({"room": t.room, "wings": t.wings, "count": t.count}))
+            .collect::<Vec<_>>(),
+    })
+}
+
+/// An explicit tunnel (MemPalace `create_tunnel` / `list_tunnels` item).
+pub fn tunnel(tunnel: &Tunnel) -> Value {
+    json!({
+        "id": tunnel.id,
+        "source": {"wing": tunnel.a.wing.as_str(), "room": tunnel.a.room.as_str()},
+        "target": {"wing": tunnel.b.wing.as_str(), "room": tunnel.b.room.as_str()},
+        "label": tunnel.label.clone().unwrap_or_default(),
+        "kind": "explicit",
+        "created_by": tunnel.created_by,
+        "created_at": mempalace_core::time::format_timestamp(&tunnel.created_at),
+    })
+}
+
+/// A drawer's metadata (MemPalace `get_drawer` `metadata`): the place,
+/// provenance and classification, plus the drawer's context keys.
+pub fn drawer_metadata(d: &Drawer) -> Value {
+    let ts = |t: &mempalace_core::Timestamp| mempalace_core::time::format_timestamp(t);
+    let mut meta = Map::new();
+    for (key, value) in &d.context {
+        meta.insert(key.clone(), value.clone());
+    }
+    let mut put = |key: &str, value: Value| {
+        if !value.is_null() {
+            meta.insert(key.to_string(), value);
+        }
+    };
+    put("wing", json!(d.wing.as_str()));
+    put("room", json!(d.room.as_str()));
+    put("hall", json!(d.hall.as_ref().map(|h| h.as_str())));
+    put("source_file", json!(d.source_file.as_deref().map(|s| s.rsplit(['/', '\\']).next().unwrap_or(s))));
+    put("added_by", json!(d.added_by));
+    put("filed_at", json!(ts(&d.filed_at)));
+    put("updated_at", json!(ts(&d.updated_at)));
+    put("chunk_index", json!(d.chunk_index));
+    put("line_start", json!(d.line_start));
+    put("line_end", json!(d.line_end));
+    put("content_date", json!(d.content_date));
+    put("memory_type", json!(d.memory_type.map(|t| t.as_str())));
+    put("importance", json!(d.importance.get()));
+    put("confidence", json!(d.confidence.get()));
+    put("status", json!(d.status.as_str()));
+    put("session_id", json!(d.session_id));
+    put("tags", json!(d.tags.iter().map(|t| t.tag.as_str()).collect::<Vec<_>>()));
+    put("access_count", json!(d.access_count));
+    meta.into()
+}

@@ -1,0 +1,115 @@
+//! `mcp` (setup lines, `mcp serve` on stdio) and `serve --mcp-http ADDR`.
+//!
+//! The palace is opened (and created when missing) before the transport
+//! starts; the embedding model loads on its own thread, so `initialize` is
+//! answered at once and the first search waits for the model.
+
+use std::net::SocketAddr;
+
+use anyhow::{Context as _, Result};
+use clap::Args;
+use mempalace_mcp::http::HttpOptions;
+use mempalace_mcp::{Backend, EmbedderLoader, McpServer, Profile};
+
+use super::{Access, open_palace};
+use crate::output;
+use crate::settings::Settings;
+
+/// `mcp`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(subcommand)]
+    command: Option<McpCommand>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum McpCommand {
+    /// Serve MCP on stdin/stdout (what `claude mcp add` runs).
+    Serve(ToolsArg),
+}
+
+/// The tool profile.
+#[derive(Debug, Args)]
+pub struct ToolsArg {
+    /// Tool set: mempalace (the Python MemPalace's tools, default), memory (seed 0), robotmem, or all.
+    #[arg(long, default_value = "mempalace")]
+    tools: String,
+}
+
+/// `serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Serve MCP over streamable HTTP at ADDR (e.g. 127.0.0.1:7878), path /mcp. Off loopback,
+    /// $MEMPALACE_MCP_HTTP_TOKEN must be set.
+    #[arg(long, value_name = "ADDR")]
+    mcp_http: SocketAddr,
+    #[command(flatten)]
+    tools: ToolsArg,
+    /// Extra Host name accepted off loopback (repeatable), e.g. memory.example.com.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+    /// Browser origin allowed to call the endpoint (repeatable), e.g. https://app.example.com:443.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
+}
+
+fn server(settings: &Settings, tools: &ToolsArg) -> Result<McpServer> {
+    let profile = Profile::parse(&tools.tools).map_err(super::UserError)?;
+    let palace = open_palace(settings, Access::Create)?;
+    let for_loader = settings.clone();
+    let loader: EmbedderLoader =
+        Box::new(move || super::embedder::build(&for_loader).map_err(|error| format!("{error:#}")));
+    let backend = Backend::new(palace, settings.palace_file.display().to_string(), Some(loader));
+    Ok(McpServer::new(backend, profile))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")
+}
+
+/// `mcp [serve]`.
+pub fn run(settings: &Settings, args: McpArgs) -> Result<()> {
+    match args.command {
+        None => {
+            let exe = std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_else(|_| "mempalace".into());
+            let palace = settings.palace_file.parent().map(|p| p.display().to_string()).unwrap_or_default();
+            output::line("Add mempalace to your agent (stdio; the palace is created when missing):")?;
+            output::line(format!("  claude mcp add mempalace -- {exe} --palace {palace} mcp serve"))?;
+            output::line(format!("  codex mcp add mempalace -- {exe} --palace {palace} mcp serve"))?;
+            output::line("Over HTTP (one server for many clients):")?;
+            output::line(format!(
+                "  {exe} --palace {palace} serve --mcp-http 127.0.0.1:7878   # then http://127.0.0.1:7878/mcp"
+            ))?;
+            output::line("Tool sets: --tools mempalace (default) | memory | robotmem | all")?;
+            Ok(())
+        }
+        Some(McpCommand::Serve(tools)) => {
+            let server = server(settings, &tools)?;
+            tracing::info!(tools = server.tool_names().len(), "MCP server on stdio");
+            runtime()?.block_on(mempalace_mcp::serve_stdio(server)).context("serving MCP on stdio")
+        }
+    }
+}
+
+/// `serve --mcp-http ADDR`.
+pub fn serve(settings: &Settings, args: ServeArgs) -> Result<()> {
+    let options = HttpOptions {
+        addr: args.mcp_http,
+        token: settings.mcp_http_token.clone(),
+        allowed_hosts: args.allowed_hosts,
+        allowed_origins: args.allowed_origins,
+    };
+    options.check().map_err(|e| super::UserError(e.to_string()))?;
+    let server = server(settings, &args.tools)?;
+    runtime()?.block_on(async move {
+        let shutdown = async {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {}
+            }
+            tracing::info!("shutting down");
+        };
+        mempalace_mcp::http::serve(server, options, shutdown).await.map_err(|e| super::UserError(e.to_string()).into())
+    })
+}

@@ -1,0 +1,422 @@
+"""Drives a real `mempalace` MCP server with the official Python MCP SDK.
+
+Run by crates/mempalace/tests/it/mcp.rs; one scenario per invocation:
+
+    client.py SCENARIO --bin PATH --palace DIR [--url URL] [--token T]
+
+Every call waits for its reply before the next one (the server may answer
+concurrent requests out of order). Prints one line per check and exits
+non-zero, with the failing assertion, when a check fails.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from contextlib import asynccontextmanager
+
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+MEMPALACE_TOOLS = [
+    "mempalace_status", "mempalace_list_wings", "mempalace_list_rooms", "mempalace_get_taxonomy",
+    "mempalace_get_aaak_spec", "mempalace_kg_query", "mempalace_kg_add", "mempalace_kg_invalidate",
+    "mempalace_kg_timeline", "mempalace_kg_stats", "mempalace_traverse", "mempalace_find_tunnels",
+    "mempalace_graph_stats", "mempalace_create_tunnel", "mempalace_list_tunnels", "mempalace_delete_tunnel",
+    "mempalace_follow_tunnels", "mempalace_search", "mempalace_check_duplicate", "mempalace_add_drawer",
+    "mempalace_delete_drawer", "mempalace_get_drawer", "mempalace_list_drawers", "mempalace_update_drawer",
+    "mempalace_diary_write", "mempalace_diary_read", "mempalace_reconnect", "mempalace_wake_up",
+]
+MEMORY_TOOLS = [
+    "memory_status", "memory_list_wings", "memory_list_rooms", "memory_get_taxonomy", "memory_search",
+    "memory_check_duplicate", "memory_traverse", "memory_find_tunnels", "memory_graph_stats", "memory_add_drawer",
+    "memory_delete_drawer", "memory_set_identity", "memory_kg_query", "memory_kg_add", "memory_kg_invalidate",
+    "memory_kg_timeline", "memory_kg_stats", "memory_diary_write", "memory_diary_read",
+]
+ROBOTMEM_TOOLS = ["learn", "recall", "save_perception", "forget", "update", "start_session", "end_session"]
+
+
+def check(condition, what, detail=""):
+    if not condition:
+        raise AssertionError(f"{what}: {detail}")
+    print(f"ok {what}", flush=True)
+
+
+async def call(session, name, arguments=None):
+    """A tool call that must succeed; returns the parsed JSON."""
+    result = await session.call_tool(name, arguments or {})
+    text = result.content[0].text
+    if result.is_error:
+        raise AssertionError(f"{name} {arguments} failed: {text}")
+    return json.loads(text)
+
+
+async def call_error(session, name, arguments):
+    """A tool call that must come back flagged is_error; returns its JSON."""
+    result = await session.call_tool(name, arguments)
+    check(result.is_error, f"{name} reports an error", result.content[0].text)
+    return json.loads(result.content[0].text)
+
+
+async def rpc_error(session, name, arguments):
+    """A tool call that must raise a JSON-RPC error; returns (code, message)."""
+    try:
+        result = await session.call_tool(name, arguments)
+    except MCPError as error:
+        return error.code, error.message
+    raise AssertionError(f"{name} {arguments} should have raised; got {result.content[0].text[:300]}")
+
+
+def server_env():
+    env = {"HOME": os.environ["TEST_HOME"], "PATH": os.environ.get("PATH", "")}
+    for key in ("MEMPALACE_MODEL_DIR", "MEMPALACE_EMBEDDER", "MEMPALACE_LOG", "MEMPALACE_WORKSPACE"):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    return env
+
+
+@asynccontextmanager
+async def stdio_session(args, profile="mempalace"):
+    params = StdioServerParameters(
+        command=args.bin, args=["--palace", args.palace, "mcp", "serve", "--tools", profile], env=server_env()
+    )
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            started = time.monotonic()
+            await session.initialize()
+            session.initialize_seconds = time.monotonic() - started
+            yield session
+
+
+@asynccontextmanager
+async def http_session(url, token=None):
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    async with create_mcp_http_client(headers=headers) as client:
+        async with streamable_http_client(url, http_client=client) as streams:
+            read, write = streams[0], streams[1]
+            async with ClientSession(read, write) as session:
+                started = time.monotonic()
+                await session.initialize()
+                session.initialize_seconds = time.monotonic() - started
+                yield session
+
+
+async def round_trips(session):
+    """The mempalace_* tools end to end, on an empty palace."""
+    print(f"initialize took {session.initialize_seconds * 1000:.1f} ms", flush=True)
+    check(session.initialize_seconds < 1.0, "initialize is answered quickly", session.initialize_seconds)
+    names = [tool.name for tool in (await session.list_tools()).tools]
+    check(names == MEMPALACE_TOOLS, "the mempalace profile lists exactly its tools", names)
+    tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    search_schema = tools["mempalace_search"].input_schema
+    check(search_schema["required"] == ["query"], "search requires query", search_schema)
+    check(all(tool.description for tool in tools.values()), "every tool has a description")
+
+    status = await call(session, "mempalace_status")
+    check(status["total_drawers"] == 0 and "mempalace_diary_write" in status["protocol"], "status on an empty palace")
+    check("AAAK" in status["aaak_dialect"], "status carries the AAAK description")
+
+    added = await call(session, "mempalace_add_drawer", {
+        "wing": "crawbl", "room": "database",
+        "content": "We switched the Crawbl backend from MySQL to PostgreSQL on 2025-01-15 because we needed JSONB.",
+        "source_file": "/notes/db.md",
+    })
+    check(added["success"] and added["drawer_id"].startswith("drawer_crawbl_database_"), "add_drawer files", added)
+    drawer_id = added["drawer_id"]
+    again = await call(session, "mempalace_add_drawer", {
+        "wing": "crawbl", "room": "database",
+        "content": "We switched the Crawbl backend from MySQL to PostgreSQL on 2025-01-15 because we needed JSONB.",
+    })
+    check(again.get("reason") == "already_exists" and again["drawer_id"] == drawer_id, "the same text is not filed twice", again)
+    await call(session, "mempalace_add_drawer", {
+        "wing": "robot", "room": "database", "content": "The robot logs sensor data to SQLite files on the arm controller.",
+    })
+    await call(session, "mempalace_add_drawer", {
+        "wing": "crawbl", "room": "frontend", "content": "The dashboard is written in Svelte and talks to the API over HTTP.",
+    })
+
+    found = await call(session, "mempalace_search", {"query": "why did the backend switch to PostgreSQL", "limit": 3})
+    check(found["results"] and found["results"][0]["drawer_id"] == drawer_id, "search finds the drawer", found)
+    first = found["results"][0]
+    check(first["source_file"] == "db.md" and first["wing"] == "crawbl", "search hits carry MemPalace's keys", first)
+    filtered = await call(session, "mempalace_search", {"query": "database", "wing": "robot"})
+    check(all(r["wing"] == "robot" for r in filtered["results"]) and filtered["results"], "search filters by wing", filtered)
+    pasted = "<system-reminder>" * 30 + "\nwhat did we switch the backend database to?"
+    cleaned = await call(session, "mempalace_search", {"query": pasted})
+    check(cleaned.get("query_sanitized") and cleaned["query"] == "what did we switch the backend database to?",
+          "a pasted prompt is reduced to its question", cleaned.get("sanitizer"))
+
+    dup = await call(session, "mempalace_check_duplicate", {
+        "content": "We switched the Crawbl backend from MySQL to PostgreSQL on 2025-01-15 because we needed JSONB."})
+    check(dup["is_duplicate"] and dup["matches"][0]["id"] == drawer_id, "check_duplicate finds the copy", dup)
+
+    got = await call(session, "mempalace_get_drawer", {"drawer_id": drawer_id})
+    check(got["content"].startswith("We switched") and got["metadata"]["wing"] == "crawbl", "get_drawer", got)
+    page = await call(session, "mempalace_list_drawers", {"wing": "crawbl", "limit": 1})
+    check(page["total"] == 2 and page["count"] == 1 and len(page["drawers"]) == 1, "list_drawers pages", page)
+    updated = await call(session, "mempalace_update_drawer", {"drawer_id": drawer_id, "room": "decisions"})
+    check(updated == {"success": True, "drawer_id": drawer_id, "wing": "crawbl", "room": "decisions"}, "update_drawer moves", updated)
+    rooms = await call(session, "mempalace_list_rooms", {"wing": "crawbl"})
+    check(rooms["rooms"] == {"decisions": 1, "frontend": 1}, "counts follow the update", rooms)
+    taxonomy = await call(session, "mempalace_get_taxonomy")
+    check(taxonomy["taxonomy"]["robot"] == {"database": 1}, "taxonomy", taxonomy)
+
+    fact = await call(session, "mempalace_kg_add", {
+        "subject": "Crawbl Backend", "predicate": "uses", "object": "MySQL",
+        "valid_from": "2023-03-01", "valid_to": "2025-01-14"})
+    check(fact["success"] and fact["fact"] == "Crawbl Backend → uses → MySQL", "kg_add", fact)
+    await call(session, "mempalace_kg_add", {
+        "subject": "Crawbl Backend", "predicate": "uses", "object": "PostgreSQL", "valid_from": "2025-01-15",
+        "source_drawer_id": drawer_id})
+    before = await call(session, "mempalace_kg_query", {"entity": "Crawbl Backend", "as_of": "2024-06-01", "direction": "outgoing"})
+    check([f["object"] for f in before["facts"]] == ["MySQL"], "as_of answers what held before", before)
+    now = await call(session, "mempalace_kg_query", {"entity": "Crawbl Backend"})
+    current = [f["object"] for f in now["facts"] if f["current"]]
+    check(current == ["PostgreSQL"], "the current fact", now)
+    ended = await call(session, "mempalace_kg_invalidate", {
+        "subject": "Crawbl Backend", "predicate": "uses", "object": "PostgreSQL", "ended": "2026-06-30"})
+    check(ended["success"] and ended["ended"].startswith("2026-06-30"), "kg_invalidate", ended)
+    timeline = await call(session, "mempalace_kg_timeline", {"entity": "Crawbl Backend"})
+    check([f["object"] for f in timeline["timeline"]] == ["MySQL", "PostgreSQL"]
+          and timeline["timeline"][1]["valid_to"].startswith("2026-06-30"), "timeline in order with ends", timeline)
+    stats = await call(session, "mempalace_kg_stats")
+    check(stats["triples"] >= 2 and "uses" in stats["relationship_types"], "kg_stats", stats)
+    missing_fact = await call_error(session, "mempalace_kg_invalidate", {"subject": "Nobody", "predicate": "uses", "object": "Nothing"})
+    check(missing_fact["success"] is False, "invalidating an unknown fact is reported", missing_fact)
+
+    wrote = await call(session, "mempalace_diary_write", {"agent_name": "Claude", "entry": "SESSION:2026-11-22|moved db notes|★★", "topic": "work"})
+    check(wrote["success"] and wrote["agent"] == "claude", "diary_write", wrote)
+    await call(session, "mempalace_diary_write", {"agent_name": "claude", "entry": "SESSION:2026-11-22|second entry"})
+    await call(session, "mempalace_diary_write", {"agent_name": "other", "entry": "not claude's"})
+    diary = await call(session, "mempalace_diary_read", {"agent_name": "CLAUDE", "last_n": 5})
+    check(diary["total"] == 2 and [e["content"] for e in diary["entries"]][0].endswith("second entry"), "diary_read newest first, own entries", diary)
+    empty = await call(session, "mempalace_diary_read", {"agent_name": "nobody"})
+    check(empty["entries"] == [] and "message" in empty, "an empty diary", empty)
+
+    tunnel = await call(session, "mempalace_create_tunnel", {
+        "source_wing": "crawbl", "source_room": "decisions", "target_wing": "robot", "target_room": "database",
+        "label": "both store data"})
+    check(tunnel["source"]["wing"] == "crawbl" or tunnel["target"]["wing"] == "crawbl", "create_tunnel", tunnel)
+    follow = await call(session, "mempalace_follow_tunnels", {"wing": "robot", "room": "database"})
+    check(len(follow) == 1 and follow[0]["connected_wing"] == "crawbl", "follow_tunnels", follow)
+    listed = await call(session, "mempalace_list_tunnels", {"wing": "robot"})
+    check([t["id"] for t in listed] == [tunnel["id"]], "list_tunnels", listed)
+    graph = await call(session, "mempalace_graph_stats")
+    check(graph["explicit_tunnels"] == 1 and graph["total_rooms"] >= 3, "graph_stats", graph)
+    walked = await call(session, "mempalace_traverse", {"start_room": "decisions", "max_hops": 2})
+    check(walked[0]["room"] == "decisions" and any(r["room"] == "database" for r in walked), "traverse", walked)
+    lost = await call_error(session, "mempalace_traverse", {"start_room": "decision"})
+    check("not found" in lost["error"] and "decisions" in lost["suggestions"], "an unknown room gets suggestions", lost)
+    check((await call(session, "mempalace_delete_tunnel", {"tunnel_id": tunnel["id"]}))["deleted"] == tunnel["id"], "delete_tunnel")
+
+    wake = await call(session, "mempalace_wake_up")
+    check("PostgreSQL" in wake["text"] or "Svelte" in wake["text"], "wake_up tells the essential story", wake)
+    check((await call(session, "mempalace_reconnect"))["drawers"] == 6, "reconnect counts drawers")
+    check((await call(session, "mempalace_delete_drawer", {"drawer_id": drawer_id}))["success"], "delete_drawer")
+    gone = await call_error(session, "mempalace_get_drawer", {"drawer_id": drawer_id})
+    check(gone == {"error": f"Drawer not found: {drawer_id}"}, "a deleted drawer is gone", gone)
+    gone = await call_error(session, "mempalace_delete_drawer", {"drawer_id": drawer_id})
+    check(gone["success"] is False, "deleting it again is reported", gone)
+
+    await errors(session)
+
+
+async def errors(session):
+    """Parameter problems are JSON-RPC -32602 naming the parameter."""
+    code, message = await rpc_error(session, "mempalace_search", {"query": "x", "bogus": 1})
+    check(code == -32602 and "'bogus'" in message, "an unknown parameter", message)
+    code, message = await rpc_error(session, "mempalace_search", {})
+    check(code == -32602 and "'query'" in message, "a missing parameter", message)
+    code, message = await rpc_error(session, "mempalace_search", {"query": "x", "limit": "many"})
+    check(code == -32602 and "limit" in message, "a mistyped parameter", message)
+    code, message = await rpc_error(session, "mempalace_search", {"query": "x", "limit": 101})
+    check(code == -32602 and "limit" in message and "100" in message, "an out-of-range parameter", message)
+    code, message = await rpc_error(session, "mempalace_add_drawer", {"wing": "w", "room": "r", "content": ""})
+    check(code == -32602 and "content" in message, "empty content", message)
+    code, message = await rpc_error(session, "mempalace_kg_add", {"subject": "a", "predicate": "b", "object": "c", "valid_from": "2025-13-40"})
+    check(code == -32602 and "valid_from" in message, "a bad date", message)
+    code, message = await rpc_error(session, "mempalace_kg_add", {"subject": "a", "predicate": "b", "object": "c",
+                                                                  "valid_from": "2025-02-01", "valid_to": "2025-01-01"})
+    check(code == -32602, "an inverted interval", message)
+    code, message = await rpc_error(session, "no_such_tool", {})
+    check(code == -32602 and "no_such_tool" in message, "an unknown tool", message)
+    status = await call(session, "mempalace_status")
+    check("total_drawers" in status, "the server still answers after errors")
+
+
+async def profiles(args):
+    for profile, expected in (("memory", MEMORY_TOOLS), ("robotmem", ROBOTMEM_TOOLS),
+                              ("all", MEMPALACE_TOOLS + MEMORY_TOOLS + ROBOTMEM_TOOLS)):
+        async with stdio_session(args, profile) as session:
+            names = [tool.name for tool in (await session.list_tools()).tools]
+            check(names == expected, f"the {profile} profile lists exactly its tools", names)
+            code, _ = await rpc_error(session, "mempalace_status" if profile != "all" else "nope", {})
+            check(code == -32602, f"the {profile} profile refuses tools outside it")
+
+
+async def two_servers(args):
+    async with stdio_session(args) as first, stdio_session(args) as second:
+        added = await call(first, "mempalace_add_drawer", {
+            "wing": "shared", "room": "notes", "content": "The staging cluster moved to the Frankfurt region in March."})
+        found = await call(second, "mempalace_search", {"query": "Frankfurt staging cluster"})
+        check(found["results"] and found["results"][0]["drawer_id"] == added["drawer_id"], "the other server finds it", found)
+        await call(second, "mempalace_kg_add", {"subject": "Staging", "predicate": "runs_in", "object": "Frankfurt"})
+        facts = await call(first, "mempalace_kg_query", {"entity": "Staging"})
+        check(facts["count"] == 1, "the first server sees the other's fact", facts)
+        # Both answer while the other is mid-work.
+        results = await asyncio.gather(
+            call(first, "mempalace_add_drawer", {"wing": "shared", "room": "a", "content": "Invoices are generated on the first business day of each month."}),
+            call(second, "mempalace_add_drawer", {"wing": "shared", "room": "b", "content": "The gripper firmware was flashed to version 4.2 after the torque bug."}),
+        )
+        check(all(r["success"] and "reason" not in r for r in results), "concurrent writes from two servers", results)
+        status = await call(first, "mempalace_status")
+        check(status["wings"]["shared"] == 3, "both writes counted", status)
+
+
+async def memory_family(session):
+    names = [tool.name for tool in (await session.list_tools()).tools]
+    check(names == MEMORY_TOOLS, "the memory profile", names)
+    added = await call(session, "memory_add_drawer", {"wing": "team", "room": "decisions",
+                                                     "content": "We decided to deploy on Fridays only after the load test passes."})
+    check(added["info"] == "drawer added" and added["drawer_id"], "memory_add_drawer", added)
+    found = await call(session, "memory_search", {"query": "when do we deploy", "limit": 2})
+    check(found["results"][0]["id"] == added["drawer_id"], "memory_search", found)
+    status = await call(session, "memory_status")
+    check(status["wings"] == [{"wing": "team", "count": 1}], "memory_status", status)
+    await call(session, "memory_set_identity", {"content": "Alex, backend lead at Crawbl."})
+    await call(session, "memory_kg_add", {"subject": "Alex", "predicate": "works_at", "object": "Crawbl"})
+    facts = await call(session, "memory_kg_query", {"entity": "Alex"})
+    check(facts["results"][0]["object"] == "Crawbl", "memory_kg_query", facts)
+    await call(session, "memory_diary_write", {"agent_name": "codex", "entry": "reviewed the deploy policy", "topic": "reviews"})
+    diary = await call(session, "memory_diary_read", {"agent_name": "codex"})
+    check(diary["count"] == 1 and diary["entries"][0]["hall"] == "codex", "memory diary in wing diary, hall = agent", diary)
+    wings = await call(session, "memory_list_wings")
+    check({"wing": "diary", "count": 1} in wings["wings"], "the diary wing", wings)
+    deleted = await call(session, "memory_delete_drawer", {"drawer_id": added["drawer_id"], "reason": "policy changed"})
+    check(deleted["deleted"], "memory_delete_drawer (soft)", deleted)
+    code, message = await rpc_error(session, "memory_search", {"query": "x", "limit": 51})
+    check(code == -32602 and "50" in message, "memory_search limit is 1–50", message)
+
+
+async def robotmem_family(session):
+    started = await call(session, "start_session", {"context": json.dumps({"robot_id": "arm-01", "environment": "lab"})})
+    sid = started["session_id"]
+    check(sid and started["collection"] == "default", "start_session", started)
+    ids = []
+    for force, success in ((12.5, True), (18.0, False), (11.0, True)):
+        learned = await call(session, "learn", {
+            "insight": f"grip force {force} N on the red cube {'worked' if success else 'slipped'}",
+            "context": json.dumps({"params": {"force": {"value": force}}, "task": {"success": success},
+                                   "spatial": {"position": [1.0 + force / 100, 0.5, 0.4]}}),
+            "session_id": sid})
+        check(learned["status"] == "created", "learn", learned)
+        ids.append(learned["memory_id"])
+    again = await call(session, "learn", {"insight": "grip force 12.5 N on the red cube worked", "session_id": sid,
+                                          "context": json.dumps({"params": {"force": {"value": 12.5}}, "task": {"success": True},
+                                                                 "spatial": {"position": [1.125, 0.5, 0.4]}})})
+    check(again["status"] == "duplicate", "learning the same insight again", again)
+    ok = await call(session, "recall", {"query": "grip force red cube", "context_filter": json.dumps({"task.success": True})})
+    check(sorted(m["id"] for m in ok["memories"]) == sorted([ids[0], ids[2]]), "recall with a context filter", ok)
+    low = await call(session, "recall", {"query": "grip force", "context_filter": {"params.force.value": {"$lt": 12}}})
+    check([m["id"] for m in low["memories"]] == [ids[2]], "recall with an operator", low)
+    near = await call(session, "recall", {"query": "grip force red cube",
+                                          "spatial_sort": json.dumps({"field": "spatial.position", "target": [1.18, 0.5, 0.4]})})
+    check(near["memories"][0]["id"] == ids[1], "recall ordered by distance", near)
+    code, message = await rpc_error(session, "recall", {"query": "x", "context_filter": "{not json"})
+    check(code == -32602 and "context_filter" in message, "a malformed context filter", message)
+    seen = await call(session, "save_perception", {"description": "camera sees the red cube at the left edge",
+                                                   "perception_type": "visual", "data": "[0.1, 0.2]", "session_id": sid})
+    check(seen["perception_type"] == "visual" and seen["memory_id"], "save_perception", seen)
+    fixed = await call(session, "update", {"memory_id": ids[1], "new_content": "grip force 18 N crushed the red cube"})
+    check(fixed["status"] == "updated", "update", fixed)
+    forgotten = await call(session, "forget", {"memory_id": ids[1], "reason": "sensor was miscalibrated"})
+    check(forgotten["status"] == "forgotten", "forget", forgotten)
+    twice = await call_error(session, "forget", {"memory_id": ids[1], "reason": "again"})
+    check("not active" in twice["error"], "forgetting twice is reported", twice)
+    ended = await call(session, "end_session", {"session_id": sid, "outcome_score": 0.8})
+    check(ended["status"] == "ended" and ended["summary"]["memory_count"] == 3, "end_session", ended)
+    check(ended["episodic_summary"]["l0_abstract"], "an episodic summary is written", ended)
+    unknown = await call_error(session, "end_session", {"session_id": "no-such-session"})
+    check("not found" in unknown["error"], "ending an unknown session is reported", unknown)
+
+
+INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}).encode()
+
+
+def raw_post(url, headers):
+    """POSTs an initialize request; returns (status, headers)."""
+    import urllib.error
+    import urllib.request
+    request = urllib.request.Request(url, data=INITIALIZE, method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers)
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers)
+
+
+async def unauthorized(url):
+    status, headers = raw_post(url, {})
+    check(status == 401 and headers.get("www-authenticate", headers.get("WWW-Authenticate")) == "Bearer",
+          "no token: 401 with WWW-Authenticate", (status, headers))
+    status, _ = raw_post(url, {"Authorization": "Bearer wrong"})
+    check(status == 401, "a wrong token: 401", status)
+    try:
+        async with http_session(url) as session:
+            await session.list_tools()
+    except BaseException as error:  # the SDK raises inside a task group
+        check(True, "the SDK cannot open a session without the token", repr(error)[:200])
+    else:
+        raise AssertionError("a session without the token was accepted")
+
+
+def guards(url):
+    status, _ = raw_post(url, {})
+    check(status == 200, "a plain local request is served", status)
+    status, _ = raw_post(url, {"Host": "evil.example"})
+    check(status == 403, "a foreign Host is refused (DNS rebinding)", status)
+    status, _ = raw_post(url, {"Origin": "http://evil.example"})
+    check(status == 403, "a browser Origin is refused", status)
+
+
+async def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("scenario")
+    parser.add_argument("--bin", required=True)
+    parser.add_argument("--palace", required=True)
+    parser.add_argument("--url")
+    parser.add_argument("--token")
+    args = parser.parse_args()
+    if args.scenario == "stdio":
+        async with stdio_session(args) as session:
+            await round_trips(session)
+    elif args.scenario == "http":
+        async with http_session(args.url, args.token) as session:
+            await round_trips(session)
+    elif args.scenario == "http-unauthorized":
+        await unauthorized(args.url)
+    elif args.scenario == "http-guards":
+        guards(args.url)
+    elif args.scenario == "profiles":
+        await profiles(args)
+    elif args.scenario == "two-servers":
+        await two_servers(args)
+    elif args.scenario == "memory":
+        async with stdio_session(args, "memory") as session:
+            await memory_family(session)
+    elif args.scenario == "robotmem":
+        async with stdio_session(args, "robotmem") as session:
+            await robotmem_family(session)
+    else:
+        raise SystemExit(f"unknown scenario {args.scenario}")
+    print("PASS", flush=True)
+
+
+asyncio.run(main())
