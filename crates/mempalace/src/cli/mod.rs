@@ -11,6 +11,7 @@ mod embedder;
 mod identity;
 mod kg;
 mod mcp;
+mod migrate;
 mod model;
 mod palace;
 mod retrieve;
@@ -103,6 +104,8 @@ pub enum Command {
     Model(model::ModelCommand),
     /// Give every drawer a vector of the configured embedder (resumable).
     Reembed(model::ReembedArgs),
+    /// Bring a Python MemPalace palace over (drawers, diary, knowledge graph, identity, tunnels).
+    MigrateFromPython(migrate::MigrateArgs),
     /// MCP: print the setup lines for Claude Code and Codex, or `mcp serve` on stdio.
     Mcp(mcp::McpArgs),
     /// Run the long-lived servers (for now: MCP over streamable HTTP).
@@ -292,6 +295,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Import(args) => transfer::import(&settings, args),
         Command::Model(command) => model::run(&settings, command),
         Command::Mcp(args) => mcp::run(&settings, args),
+        Command::MigrateFromPython(args) => migrate::run(&settings, args),
         Command::Serve(args) => mcp::serve(&settings, args),
         Command::Kg(command) => {
             let access = if matches!(command, kg::KgCommand::Add { .. }) { Access::Create } else { Access::Read };

@@ -3,4 +3,5 @@
 
 mod cli;
 mod mcp;
+mod migrate;
 mod tidy;
