@@ -59,6 +59,8 @@ pub mod classify;
 pub mod drawer;
 pub mod episode;
 pub mod error;
+pub mod eval;
+pub mod exchange;
 pub mod extract;
 pub mod filter;
 pub mod fusion;

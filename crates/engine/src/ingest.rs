@@ -64,6 +64,8 @@ pub struct IngestRequest {
     pub raw: bool,
     /// Sensor data filed with the text (robotmem perceptions).
     pub perception: Option<mempalace_core::Perception>,
+    /// When the text was written (a transcript's date); default: now.
+    pub filed_at: Option<mempalace_core::Timestamp>,
 }
 
 impl IngestRequest {
@@ -86,6 +88,7 @@ impl IngestRequest {
             tags: Vec::new(),
             raw: false,
             perception: None,
+            filed_at: None,
         }
     }
 }
@@ -276,9 +279,13 @@ impl Palace {
                 request.room.clone(),
                 content,
                 request.added_by.clone(),
-                now,
+                request.filed_at.unwrap_or(now),
             );
+            drawer.updated_at = now;
             drawer.hall = request.hall.clone();
+            if let Some(date) = request.filed_at {
+                drawer.content_date = Some(date.format("%Y-%m-%d").to_string());
+            }
             drawer.source_file = request.source_file.clone();
             drawer.added_by_agent = request.added_by_agent.clone();
             drawer.owner_user_id = request.owner_user_id.clone();

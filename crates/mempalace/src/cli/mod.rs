@@ -6,6 +6,7 @@
 //! `--json`). Command names and flags follow the Python MemPalace CLI where
 //! it has the command.
 
+mod bench;
 mod drawer;
 mod embedder;
 mod identity;
@@ -104,6 +105,9 @@ pub enum Command {
     Model(model::ModelCommand),
     /// Give every drawer a vector of the configured embedder (resumable).
     Reembed(model::ReembedArgs),
+    /// Retrieval-quality benchmarks through the real filing and search path.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
     /// Bring a Python MemPalace palace over (drawers, diary, knowledge graph, identity, tunnels).
     MigrateFromPython(migrate::MigrateArgs),
     /// MCP: print the setup lines for Claude Code and Codex, or `mcp serve` on stdio.
@@ -296,6 +300,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Model(command) => model::run(&settings, command),
         Command::Mcp(args) => mcp::run(&settings, args),
         Command::MigrateFromPython(args) => migrate::run(&settings, args),
+        Command::Bench(command) => bench::run(&settings, command),
         Command::Serve(args) => mcp::serve(&settings, args),
         Command::Kg(command) => {
             let access = if matches!(command, kg::KgCommand::Add { .. }) { Access::Create } else { Access::Read };

@@ -84,7 +84,7 @@ pub struct InjectArgs {
     pub json: bool,
 }
 
-fn fusion(name: &str) -> Result<Fusion> {
+pub(crate) fn fusion(name: &str) -> Result<Fusion> {
     Ok(match name.to_ascii_lowercase().as_str() {
         "weighted" => Fusion::Weighted,
         "rrf" => Fusion::Rrf,

@@ -1,0 +1,132 @@
+//! `bench locomo` and `bench longmemeval`: retrieval quality through the
+//! product's own filing and search path (see `mempalace-eval`), each
+//! conversation in a fresh temporary palace with the configured embedder.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context as _, Result};
+use clap::{Args, Subcommand};
+use mempalace_engine::Palace;
+use mempalace_eval::{locomo, longmemeval};
+use mempalace_sqlite::{SqliteOptions, SqliteStore};
+use serde_json::Value;
+
+use super::UserError;
+use crate::output;
+use crate::settings::Settings;
+
+/// Benchmarks.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// LoCoMo: turn- and session-level recall, nDCG, MRR, latency (original and audit-corrected evidence).
+    Locomo(LocomoArgs),
+    /// LongMemEval: MemPalace's session recall and the official recall_all / ndcg_any.
+    Longmemeval(LongMemEvalArgs),
+}
+
+/// `bench locomo`.
+#[derive(Debug, Args)]
+pub struct LocomoArgs {
+    /// A LoCoMo-format file (e.g. ../shared/bench/locomo/locomo-dev.json).
+    #[arg(long)]
+    data: PathBuf,
+    /// The audit's corrections (default: locomo-audit-errors-dev.json beside --data, when present).
+    #[arg(long)]
+    corrections: Option<PathBuf>,
+    /// k values, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,5,10,20")]
+    k: Vec<usize>,
+    /// Fusion to compare with the default: weighted (default), rrf or seed0.
+    #[arg(long, default_value = "weighted")]
+    fusion: String,
+    /// Only the first N conversations.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Also write the report JSON to this file.
+    #[arg(long, value_name = "OUT")]
+    json: Option<PathBuf>,
+}
+
+/// `bench longmemeval`.
+#[derive(Debug, Args)]
+pub struct LongMemEvalArgs {
+    /// A LongMemEval-format file.
+    #[arg(long)]
+    data: PathBuf,
+    /// Also write the report JSON to this file.
+    #[arg(long, value_name = "OUT")]
+    json: Option<PathBuf>,
+}
+
+/// Runs a benchmark.
+pub fn run(settings: &Settings, command: BenchCommand) -> Result<()> {
+    let embedder = super::embedder::build(settings)?;
+    let scratch = tempfile_dir()?;
+    let mut made = 0_usize;
+    let mut factory = || -> Result<Palace, String> {
+        made += 1;
+        let file = scratch.join(format!("palace-{made}.db"));
+        let store = SqliteStore::open(&file, SqliteOptions { create: true, ..SqliteOptions::default() })
+            .map_err(|e| e.to_string())?;
+        let palace = Palace::new(Arc::new(store), settings.workspace.clone());
+        Ok(match &embedder {
+            Some(embedder) => palace.with_embedder(Arc::clone(embedder)),
+            None => palace,
+        })
+    };
+    let mut progress = |line: &str| output::note(line);
+    let (report, out) = match command {
+        BenchCommand::Locomo(args) => {
+            let mut samples = locomo::load(&args.data)?;
+            if let Some(limit) = args.limit {
+                samples.truncate(limit);
+            }
+            let corrections_path = args.corrections.clone().or_else(|| {
+                let sibling = args.data.with_file_name("locomo-audit-errors-dev.json");
+                sibling.is_file().then_some(sibling)
+            });
+            let corrections = match &corrections_path {
+                Some(path) => locomo::load_corrections(path)?,
+                None => Default::default(),
+            };
+            if args.k.is_empty() || args.k.contains(&0) {
+                return Err(UserError("--k takes positive numbers, e.g. --k 1,5,10".into()).into());
+            }
+            let mut report = locomo::run(
+                &samples,
+                &corrections,
+                &mut factory,
+                &locomo::Options { ks: args.k.clone(), fusion: super::retrieve::fusion(&args.fusion)? },
+                &mut progress,
+            )?;
+            report["embedder"] = embedder.as_ref().map_or(Value::Null, |e| Value::from(e.model_id()));
+            report["corrections"] = Value::from(corrections.len());
+            report["fusion"] = Value::from(args.fusion.clone());
+            (report, args.json)
+        }
+        BenchCommand::Longmemeval(args) => {
+            let instances = longmemeval::load(&args.data)?;
+            let mut report = longmemeval::run(&instances, &mut factory, &mut progress)?;
+            report["embedder"] = embedder.as_ref().map_or(Value::Null, |e| Value::from(e.model_id()));
+            (report, args.json)
+        }
+    };
+    let _ = std::fs::remove_dir_all(&scratch);
+    if let Some(path) = out {
+        std::fs::write(&path, serde_json::to_string_pretty(&report)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    output::json(&report)?;
+    Ok(())
+}
+
+fn tempfile_dir() -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!(
+        "mempalace-bench-{}-{}",
+        std::process::id(),
+        chrono::Utc::now().timestamp_micros()
+    ));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
