@@ -386,3 +386,49 @@ fn session_id(now: &Timestamp, salt: &str) -> String {
     let hash = ContentHash::of(&seed);
     format!("session_{}_{}", now.format("%Y%m%d_%H%M%S"), &hash.as_str()[..12])
 }
+
+/// What filing one source (a file) did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourceFiling {
+    /// Drawers new to the palace.
+    pub added: usize,
+    /// Drawers already present (unchanged text).
+    pub unchanged: usize,
+    /// Drawers of an earlier version of the source that were removed.
+    pub removed: usize,
+}
+
+impl Palace {
+    /// Files the drawers of one source (`requests` all name it as their
+    /// `source_file`) and removes that source's earlier drawers that the new
+    /// version no longer has: a changed file's drawers are replaced, an
+    /// unchanged one files nothing and embeds nothing.
+    pub fn file_source(&self, source_file: &str, requests: Vec<IngestRequest>) -> EngineResult<SourceFiling> {
+        let filter = mempalace_store::DrawerFilter { source_file: Some(source_file.to_string()), ..Default::default() };
+        let before: HashSet<DrawerId> = self.store().filtered_ids(self.workspace(), &filter)?.into_iter().collect();
+        let mut filing = SourceFiling::default();
+        let mut kept: HashSet<DrawerId> = HashSet::new();
+        for chunk in requests.chunks(64) {
+            for report in self.ingest_batch(chunk.to_vec()) {
+                for outcome in report?.chunks {
+                    match outcome {
+                        ChunkOutcome::Filed(id) => {
+                            filing.added += 1;
+                            kept.insert(id);
+                        }
+                        ChunkOutcome::AlreadyFiled(id) | ChunkOutcome::Duplicate { existing: id, .. } => {
+                            filing.unchanged += 1;
+                            kept.insert(id);
+                        }
+                    }
+                }
+            }
+        }
+        for stale in before.difference(&kept) {
+            if self.store().delete_drawer(self.workspace(), stale)? {
+                filing.removed += 1;
+            }
+        }
+        Ok(filing)
+    }
+}

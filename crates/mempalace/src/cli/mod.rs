@@ -13,6 +13,7 @@ mod identity;
 mod kg;
 mod mcp;
 mod migrate;
+mod mine;
 mod model;
 mod palace;
 mod retrieve;
@@ -105,6 +106,8 @@ pub enum Command {
     Model(model::ModelCommand),
     /// Give every drawer a vector of the configured embedder (resumable).
     Reembed(model::ReembedArgs),
+    /// File agent transcripts (Claude Code, Codex) as drawers of whole exchanges.
+    Mine(mine::MineArgs),
     /// Retrieval-quality benchmarks through the real filing and search path.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -301,6 +304,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Mcp(args) => mcp::run(&settings, args),
         Command::MigrateFromPython(args) => migrate::run(&settings, args),
         Command::Bench(command) => bench::run(&settings, command),
+        Command::Mine(args) => mine::run(&with_embedder(open_palace(&settings, Access::Create)?, &settings)?, args),
         Command::Serve(args) => mcp::serve(&settings, args),
         Command::Kg(command) => {
             let access = if matches!(command, kg::KgCommand::Add { .. }) { Access::Create } else { Access::Read };

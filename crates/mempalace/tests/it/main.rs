@@ -4,4 +4,5 @@
 mod cli;
 mod mcp;
 mod migrate;
+mod mine;
 mod tidy;

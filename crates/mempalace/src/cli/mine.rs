@@ -1,0 +1,221 @@
+//! `mine PATH --mode convos`: file agent transcripts (Claude Code, Codex)
+//! as drawers of whole exchanges plus a header per conversation.
+//!
+//! Each file is one source: re-mining an unchanged file files and embeds
+//! nothing; a file that grew or changed gets its new drawers and loses the
+//! ones its earlier version had and this one does not. One unreadable or
+//! malformed file is reported and skipped; the run fails only when nothing
+//! could be mined.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+use clap::{Args, ValueEnum};
+use mempalace_core::name::normalize_wing_name;
+use mempalace_core::time::{DayEdge, parse_timestamp};
+use mempalace_core::{Room, Wing};
+use mempalace_engine::{IngestRequest, Palace};
+use mempalace_mine::{Conversation, detect, header, parse, units};
+use serde_json::{Value, json};
+
+use super::UserError;
+use crate::output;
+
+/// What to mine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Agent transcripts: Claude Code and Codex CLI JSONL.
+    Convos,
+}
+
+/// `mine`.
+#[derive(Debug, Args)]
+pub struct MineArgs {
+    /// A transcript file, or a folder searched for *.jsonl / *.json transcripts.
+    path: PathBuf,
+    /// What the files are.
+    #[arg(long, value_enum)]
+    mode: Mode,
+    /// Wing for every drawer (default: the conversation's project directory name, else "conversations").
+    #[arg(long)]
+    wing: Option<String>,
+    /// Room (default "conversations").
+    #[arg(long, default_value = "conversations")]
+    room: String,
+    /// Who files them (default "mine").
+    #[arg(long, default_value = "mine")]
+    agent: String,
+    /// Only the first N files.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Show what would be filed; write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn transcripts(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    if path.is_file() {
+        out.push(path.to_path_buf());
+        return Ok(());
+    }
+    let mut entries: Vec<_> = std::fs::read_dir(path)?.filter_map(Result::ok).map(|e| e.path()).collect();
+    entries.sort();
+    for entry in entries {
+        let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with('.') || name == "node_modules" || name == "target" {
+            continue;
+        }
+        if entry.is_dir() {
+            transcripts(&entry, out)?;
+        } else if name.ends_with(".jsonl") || name.ends_with(".json") {
+            out.push(entry);
+        }
+    }
+    Ok(())
+}
+
+fn requests(
+    conversation: &Conversation,
+    source: &str,
+    wing: &Wing,
+    room: &Room,
+    agent: &str,
+    format: &str,
+) -> Vec<IngestRequest> {
+    let started = conversation.started_at.as_deref().and_then(|t| parse_timestamp(t, "timestamp", DayEdge::Start).ok());
+    let base = |text: String, ids: Vec<String>, kind: &str, at: Option<&str>| {
+        let mut request = IngestRequest::new(wing.clone(), room.clone(), text, agent);
+        request.raw = true;
+        request.source_file = Some(source.to_string());
+        request.session_id = Some(conversation.session_id.clone());
+        request.filed_at = at.and_then(|t| parse_timestamp(t, "timestamp", DayEdge::Start).ok()).or(started);
+        request.context.insert("unit".into(), json!(kind));
+        request.context.insert("format".into(), json!(format));
+        request.context.insert("message_ids".into(), json!(ids));
+        if let Some(title) = &conversation.title {
+            request.context.insert("title".into(), json!(title));
+        }
+        if let Some(cwd) = &conversation.cwd {
+            request.context.insert("cwd".into(), json!(cwd));
+        }
+        request
+    };
+    let mut out = vec![base(header(conversation), Vec::new(), "header", conversation.started_at.as_deref())];
+    for unit in units(conversation) {
+        let at = conversation
+            .messages
+            .iter()
+            .find(|m| unit.turn_ids.first() == Some(&m.id))
+            .and_then(|m| m.timestamp.clone());
+        out.push(base(unit.text, unit.turn_ids, "exchange", at.as_deref()));
+    }
+    out
+}
+
+/// Runs the command.
+pub fn run(palace: &Palace, args: MineArgs) -> Result<()> {
+    let Mode::Convos = args.mode;
+    let started = Instant::now();
+    if !args.path.exists() {
+        bail!(mempalace_engine::EngineError::NotFound { what: "path", id: args.path.display().to_string() });
+    }
+    let mut files = Vec::new();
+    transcripts(&args.path, &mut files).map_err(|e| UserError(format!("cannot read {}: {e}", args.path.display())))?;
+    if let Some(limit) = args.limit {
+        files.truncate(limit);
+    }
+    let room = Room::parse(&args.room)?;
+    let fixed_wing = args.wing.as_deref().map(Wing::parse).transpose()?;
+    let (mut read, mut skipped, mut failed) = (0, 0, Vec::<Value>::new());
+    let (mut added, mut unchanged, mut removed, mut would_file) = (0, 0, 0, 0);
+    let mut records_skipped = 0;
+    for file in &files {
+        let source = file.canonicalize().unwrap_or_else(|_| file.clone()).display().to_string();
+        let text = match std::fs::read(file).map(String::from_utf8) {
+            Ok(Ok(text)) => text,
+            Ok(Err(_)) => {
+                failed.push(json!({"file": source, "error": "not UTF-8 text"}));
+                continue;
+            }
+            Err(error) => {
+                failed.push(json!({"file": source, "error": error.to_string()}));
+                continue;
+            }
+        };
+        let Some(format) = detect(&text) else {
+            skipped += 1;
+            tracing::info!(file = %source, "not a Claude Code or Codex transcript; skipped");
+            continue;
+        };
+        let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("transcript");
+        let parsed = parse(format, &text, stem);
+        records_skipped += parsed.skipped;
+        if !parsed.malformed.is_empty() {
+            tracing::warn!(file = %source, lines = ?parsed.malformed, "malformed lines skipped");
+        }
+        read += 1;
+        let mut requests_for_file = Vec::new();
+        for conversation in &parsed.conversations {
+            let wing = match &fixed_wing {
+                Some(wing) => wing.clone(),
+                None => conversation
+                    .cwd
+                    .as_deref()
+                    .and_then(|cwd| Path::new(cwd).file_name().and_then(|n| n.to_str()))
+                    .and_then(|name| Wing::parse(&normalize_wing_name(name)).ok())
+                    .unwrap_or(Wing::parse("conversations")?),
+            };
+            requests_for_file.extend(requests(conversation, &source, &wing, &room, &args.agent, format.as_str()));
+        }
+        if args.dry_run {
+            would_file += requests_for_file.len();
+            continue;
+        }
+        match palace.file_source(&source, requests_for_file) {
+            Ok(filing) => {
+                added += filing.added;
+                unchanged += filing.unchanged;
+                removed += filing.removed;
+                if !args.json {
+                    output::note(format!(
+                        "{source}: {} new, {} unchanged, {} replaced",
+                        filing.added, filing.unchanged, filing.removed
+                    ));
+                }
+            }
+            Err(error) => failed.push(json!({"file": source, "error": error.to_string()})),
+        }
+    }
+    let summary = json!({
+        "files": files.len(), "read": read, "skipped": skipped, "failed": failed,
+        "drawers_added": added, "drawers_unchanged": unchanged, "drawers_removed": removed,
+        "records_skipped": records_skipped, "dry_run": args.dry_run, "would_file": would_file,
+        "seconds": started.elapsed().as_secs_f64(),
+    });
+    if args.json {
+        output::json(&summary)?;
+    } else {
+        output::line(format!(
+            "{} files: {read} read, {skipped} not transcripts, {} failed; drawers {} added, {unchanged} unchanged, {removed} replaced ({:.1} s)",
+            files.len(),
+            failed.len(),
+            if args.dry_run { would_file } else { added },
+            started.elapsed().as_secs_f64()
+        ))?;
+        for failure in &failed {
+            output::note(format!(
+                "failed: {} — {}",
+                failure["file"].as_str().unwrap_or(""),
+                failure["error"].as_str().unwrap_or("")
+            ));
+        }
+    }
+    if read == 0 && !files.is_empty() {
+        bail!(UserError("nothing could be mined: no file was a readable Claude Code or Codex transcript".into()));
+    }
+    Ok(())
+}

@@ -1,0 +1,152 @@
+//! `mine --mode convos` on the real transcript samples
+//! (`../shared/fixtures/formats/`): every sample mines, phrases are found,
+//! re-mining adds nothing, a grown transcript adds only its tail, and bad
+//! files are reported and skipped.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn formats() -> PathBuf {
+    let shared = std::env::var_os("MEMPALACE_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"));
+    shared.join("fixtures/formats")
+}
+
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        Self { dir: tempfile::tempdir().expect("tempdir") }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mempalace"));
+        command
+            .env_clear()
+            .env("HOME", self.dir.path().join("home"))
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("MEMPALACE_EMBEDDER", "static")
+            .arg("--palace")
+            .arg(self.dir.path().join("palace"))
+            .args(args)
+            .stdin(Stdio::null());
+        if let Some(models) = std::env::var_os("MEMPALACE_MODEL_DIR") {
+            command.env("MEMPALACE_MODEL_DIR", models);
+        }
+        command.output().expect("run mempalace")
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let output = self.run(args);
+        assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice(&output.stdout).expect("JSON")
+    }
+
+    fn mine(&self, path: &std::path::Path) -> Value {
+        self.json(&["mine", path.to_str().unwrap(), "--mode", "convos", "--json"])
+    }
+
+    fn top(&self, query: &str) -> Value {
+        self.json(&["search", query, "--results", "3", "--json"])["results"].clone()
+    }
+}
+
+#[test]
+fn samples_mine_and_re_mining_adds_nothing() {
+    let sandbox = Sandbox::new();
+    for format in ["claude-code", "codex"] {
+        let summary = sandbox.mine(&formats().join(format));
+        assert_eq!(summary["failed"], serde_json::json!([]), "{format}: {summary}");
+        assert!(summary["drawers_added"].as_u64().unwrap() > 10, "{format}: {summary}");
+    }
+    // A phrase of each format is found, in a drawer of its file.
+    let found = sandbox.top("read the config file");
+    assert!(
+        found.as_array().unwrap().iter().any(|r| r["source_file"].as_str().unwrap().ends_with("claude_golden.jsonl")),
+        "{found}"
+    );
+    let found = sandbox.top("list the files in the current directory");
+    assert!(
+        found.as_array().unwrap().iter().any(|r| r["source_file"].as_str().unwrap().ends_with("codex_golden.jsonl")),
+        "{found}"
+    );
+    // Tool calls are one line, results trimmed; the header names the project.
+    let golden = sandbox.json(&["search", "golden-project", "--results", "10", "--json"]);
+    let texts: Vec<&str> = golden["results"].as_array().unwrap().iter().map(|r| r["text"].as_str().unwrap()).collect();
+    assert!(texts.iter().any(|t| t.contains("Project directory: /home/testuser/golden-project")), "{texts:?}");
+    assert!(texts.iter().any(|t| t.contains("[tool: Read file_path=")), "{texts:?}");
+
+    let before = sandbox.json(&["status", "--json"])["total_drawers"].clone();
+    for format in ["claude-code", "codex"] {
+        let again = sandbox.mine(&formats().join(format));
+        assert_eq!((again["drawers_added"].clone(), again["drawers_removed"].clone()), (0.into(), 0.into()), "{again}");
+    }
+    assert_eq!(sandbox.json(&["status", "--json"])["total_drawers"], before);
+}
+
+#[test]
+fn a_grown_transcript_adds_only_its_tail() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.dir.path().join("session.jsonl");
+    std::fs::copy(formats().join("claude-code/kvsankar__agent-history/claude_golden.jsonl"), &file).unwrap();
+    let first = sandbox.mine(&file);
+    let total = sandbox.json(&["status", "--json"])["total_drawers"].as_u64().unwrap();
+    assert_eq!(first["drawers_added"].as_u64().unwrap(), total);
+    let mut out = std::fs::OpenOptions::new().append(true).open(&file).unwrap();
+    for (kind, id, text) in [
+        ("user", "x1", "Now switch the staging database to PostgreSQL 16"),
+        ("assistant", "x2", "Switched staging to PostgreSQL 16 and ran the migrations."),
+        ("user", "x3", "Great, note the zebra-crossing test plan too"),
+    ] {
+        let content =
+            if kind == "user" { serde_json::json!(text) } else { serde_json::json!([{"type": "text", "text": text}]) };
+        let line = serde_json::json!({"type": kind, "uuid": id, "sessionId": "golden-claude-001",
+            "timestamp": "2025-01-03T11:00:00.000Z", "message": {"id": format!("m-{id}"), "role": kind, "content": content}});
+        writeln!(out, "{line}").unwrap();
+    }
+    drop(out);
+    let second = sandbox.mine(&file);
+    let added = second["drawers_added"].as_u64().unwrap();
+    let removed = second["drawers_removed"].as_u64().unwrap();
+    assert!((1..=3).contains(&added), "{second}");
+    assert!(removed <= 1, "at most the old last, unpaired exchange is replaced: {second}");
+    assert!(second["drawers_unchanged"].as_u64().unwrap() >= total - 1, "{second}");
+    assert_eq!(sandbox.json(&["status", "--json"])["total_drawers"].as_u64().unwrap(), total + added - removed);
+    assert!(sandbox.top("zebra-crossing test plan").as_array().unwrap()[0]["text"].as_str().unwrap().contains("zebra"));
+}
+
+#[test]
+fn bad_files_are_reported_and_skipped() {
+    let sandbox = Sandbox::new();
+    let dir = sandbox.dir.path().join("exports");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("empty.jsonl"), "").unwrap();
+    std::fs::write(dir.join("garbage.jsonl"), [0xff_u8, 0xfe, 0x00, 0x81, 0x9f].repeat(200)).unwrap();
+    let good =
+        std::fs::read_to_string(formats().join("claude-code/kvsankar__agent-history/claude_golden.jsonl")).unwrap();
+    let cut = &good[..good.len() - 40];
+    std::fs::write(dir.join("truncated.jsonl"), cut).unwrap();
+    std::fs::write(
+        dir.join("huge.jsonl"),
+        format!("{{\"type\":\"user\",\"message\":{{\"content\":\"{}\"", "a".repeat(50 << 20)),
+    )
+    .unwrap();
+    let summary = sandbox.mine(&dir);
+    let failed = summary["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{summary}");
+    assert!(failed[0]["file"].as_str().unwrap().ends_with("garbage.jsonl"));
+    assert!(summary["drawers_added"].as_u64().unwrap() > 0, "the truncated file still mines: {summary}");
+
+    let only_bad = sandbox.dir.path().join("only-bad");
+    std::fs::create_dir_all(&only_bad).unwrap();
+    std::fs::write(only_bad.join("garbage.jsonl"), [0xff_u8, 0x00].repeat(10)).unwrap();
+    let output = sandbox.run(&["mine", only_bad.to_str().unwrap(), "--mode", "convos"]);
+    assert_eq!(output.status.code(), Some(2), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("nothing could be mined"));
+}
