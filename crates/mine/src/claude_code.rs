@@ -29,14 +29,15 @@ struct State {
 pub fn parse(text: &str, fallback_id: &str) -> Parsed {
     let mut parsed = Parsed::default();
     let mut state = State::default();
-    if text.trim_start().starts_with("{\"loglines\"") {
-        match serde_json::from_str::<Value>(text) {
-            Ok(document) => {
-                for (n, record) in document["loglines"].as_array().into_iter().flatten().enumerate() {
-                    record_into(record, n + 1, &mut state, &mut parsed);
-                }
-            }
-            Err(_) => parsed.malformed.push(1),
+    let export = text
+        .trim_start()
+        .starts_with('{')
+        .then(|| serde_json::from_str::<Value>(text).ok())
+        .flatten()
+        .filter(|document| document.get("loglines").is_some());
+    if let Some(document) = export {
+        for (n, record) in document["loglines"].as_array().into_iter().flatten().enumerate() {
+            record_into(record, n + 1, &mut state, &mut parsed);
         }
     } else {
         for (n, line) in text.lines().enumerate() {

@@ -8,11 +8,14 @@
 //! header (title, directory, date) and its exchanges (`core::exchange`).
 //!
 //! Formats: Claude Code session JSONL (and its `{"loglines": …}` export),
-//! Codex CLI rollout JSONL. Parsing is pure: no I/O here.
+//! Codex CLI rollout JSONL, Gemini CLI chats (JSON and JSONL), ChatGPT and
+//! Claude.ai `conversations.json`, plain text with `>` user lines. Parsing
+//! is pure: no I/O here.
 
 pub mod claude_code;
 mod clean;
 pub mod codex;
+pub mod documents;
 
 use mempalace_core::exchange::{Exchange, Turn, exchanges};
 
@@ -81,6 +84,14 @@ pub enum Format {
     ClaudeCode,
     /// Codex CLI rollout JSONL.
     Codex,
+    /// Gemini CLI chat (`.json` or `.jsonl`).
+    Gemini,
+    /// ChatGPT export `conversations.json`.
+    ChatGpt,
+    /// Claude.ai export `conversations.json`.
+    ClaudeAi,
+    /// Plain text, `>` before the user's lines.
+    PlainText,
 }
 
 impl Format {
@@ -89,39 +100,84 @@ impl Format {
         match self {
             Self::ClaudeCode => "claude-code",
             Self::Codex => "codex",
+            Self::Gemini => "gemini",
+            Self::ChatGpt => "chatgpt",
+            Self::ClaudeAi => "claude-ai",
+            Self::PlainText => "text",
         }
     }
 }
 
-/// Recognises a transcript from its first records; `None` when it is
-/// neither format.
+/// Recognises a transcript from its content; `None` when it is none of the
+/// JSON formats (plain text is recognised by [`detect_plain_text`]).
 pub fn detect(text: &str) -> Option<Format> {
-    if text.trim_start().starts_with("{\"loglines\"") {
-        return Some(Format::ClaudeCode);
+    let start = text.trim_start();
+    let whole_document = start.starts_with('[')
+        || start.starts_with('{') && !start.lines().nth(1).is_some_and(|l| l.trim_start().starts_with('{'));
+    if whole_document && let Ok(document) = serde_json::from_str::<serde_json::Value>(start) {
+        let first = match &document {
+            serde_json::Value::Array(items) => items.first().cloned().unwrap_or_default(),
+            other => other.clone(),
+        };
+        if first.get("loglines").is_some() {
+            return Some(Format::ClaudeCode);
+        }
+        if first.get("mapping").is_some() {
+            return Some(Format::ChatGpt);
+        }
+        if first.get("chat_messages").is_some() {
+            return Some(Format::ClaudeAi);
+        }
+        if first.get("sessionId").is_some() && (first.get("messages").is_some() || first.get("history").is_some()) {
+            return Some(Format::Gemini);
+        }
+        if document.is_array() {
+            return None;
+        }
     }
     for line in text.lines().take(50) {
         let Ok(serde_json::Value::Object(record)) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let kind = record.get("type").and_then(|t| t.as_str());
         if record.contains_key("payload")
-            && matches!(
-                record.get("type").and_then(|t| t.as_str()),
-                Some("session_meta" | "response_item" | "event_msg" | "turn_context")
-            )
+            && matches!(kind, Some("session_meta" | "response_item" | "event_msg" | "turn_context"))
         {
             return Some(Format::Codex);
         }
-        if record.contains_key("message") && record.contains_key("type") {
+        if record.contains_key("message") && kind.is_some() {
             return Some(Format::ClaudeCode);
+        }
+        if record.contains_key("sessionId") && (record.contains_key("projectHash") || record.contains_key("startTime"))
+        {
+            return Some(Format::Gemini);
+        }
+        if matches!(kind, Some("gemini")) {
+            return Some(Format::Gemini);
         }
     }
     None
 }
 
+/// Whether a text looks like a plain-text transcript: some line starts
+/// with `>` and some does not.
+pub fn detect_plain_text(text: &str) -> bool {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines.iter().any(|l| l.starts_with('>')) && lines.iter().any(|l| !l.starts_with('>'))
+}
+
 /// Parses a transcript of a known format; `fallback_id` names sessions
 /// that carry no id (the file stem).
 pub fn parse(format: Format, text: &str, fallback_id: &str) -> Parsed {
+    let document = || serde_json::from_str::<serde_json::Value>(text.trim_start());
     match format {
         Format::ClaudeCode => claude_code::parse(text, fallback_id),
         Format::Codex => codex::parse(text, fallback_id),
+        Format::Gemini => documents::gemini(text, fallback_id),
+        Format::ChatGpt | Format::ClaudeAi => match document() {
+            Ok(document) if format == Format::ChatGpt => documents::chatgpt(&document, fallback_id),
+            Ok(document) => documents::claude_ai(&document, fallback_id),
+            Err(_) => Parsed { skipped: 1, malformed: vec![1], ..Parsed::default() },
+        },
+        Format::PlainText => documents::plain_text(text, fallback_id),
     }
 }
 
@@ -168,7 +224,7 @@ mod tests {
         /// formats, and its units stay within a drawer.
         #[test]
         fn any_text_parses(text in "(\\{\"type\":\"(user|assistant|response_item|session_meta)\",\"message\":\\{\"content\":\"[^\"]{0,40}\"\\},\"payload\":\\{\"type\":\"message\",\"role\":\"user\"\\}\\}\n|\\PC{0,80}\n){0,12}") {
-            for format in [Format::ClaudeCode, Format::Codex] {
+            for format in [Format::ClaudeCode, Format::Codex, Format::Gemini, Format::ChatGpt, Format::ClaudeAi, Format::PlainText] {
                 for conversation in parse(format, &text, "f").conversations {
                     for unit in units(&conversation) {
                         proptest::prop_assert!(unit.text.chars().count() <= mempalace_core::chunk::CHUNK_SIZE);

@@ -1,5 +1,5 @@
-//! `mine PATH --mode convos`: file agent transcripts (Claude Code, Codex)
-//! as drawers of whole exchanges plus a header per conversation.
+//! `mine PATH --mode convos`: file conversations (agent transcripts, chat
+//! exports) as drawers of whole exchanges plus a header per conversation.
 //!
 //! Each file is one source: re-mining an unchanged file files and embeds
 //! nothing; a file that grew or changed gets its new drawers and loses the
@@ -16,7 +16,7 @@ use mempalace_core::name::normalize_wing_name;
 use mempalace_core::time::{DayEdge, parse_timestamp};
 use mempalace_core::{Room, Wing};
 use mempalace_engine::{IngestRequest, Palace};
-use mempalace_mine::{Conversation, detect, header, parse, units};
+use mempalace_mine::{Conversation, Format, detect, detect_plain_text, header, parse, units};
 use serde_json::{Value, json};
 
 use super::UserError;
@@ -25,14 +25,15 @@ use crate::output;
 /// What to mine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
-    /// Agent transcripts: Claude Code and Codex CLI JSONL.
+    /// Conversations: Claude Code, Codex CLI and Gemini CLI sessions, ChatGPT and Claude.ai exports,
+    /// plain text with `>` user lines.
     Convos,
 }
 
 /// `mine`.
 #[derive(Debug, Args)]
 pub struct MineArgs {
-    /// A transcript file, or a folder searched for *.jsonl / *.json transcripts.
+    /// A transcript file, or a folder searched for *.jsonl / *.json / *.txt transcripts.
     path: PathBuf,
     /// What the files are.
     #[arg(long, value_enum)]
@@ -71,7 +72,7 @@ fn transcripts(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         }
         if entry.is_dir() {
             transcripts(&entry, out)?;
-        } else if name.ends_with(".jsonl") || name.ends_with(".json") {
+        } else if name.ends_with(".jsonl") || name.ends_with(".json") || name.ends_with(".txt") {
             out.push(entry);
         }
     }
@@ -146,10 +147,15 @@ pub fn run(palace: &Palace, args: MineArgs) -> Result<()> {
                 continue;
             }
         };
-        let Some(format) = detect(&text) else {
-            skipped += 1;
-            tracing::info!(file = %source, "not a Claude Code or Codex transcript; skipped");
-            continue;
+        let is_text = file.extension().is_some_and(|e| e == "txt");
+        let format = match detect(&text) {
+            Some(format) => format,
+            None if is_text && detect_plain_text(&text) => Format::PlainText,
+            None => {
+                skipped += 1;
+                tracing::info!(file = %source, "not a transcript of a known format; skipped");
+                continue;
+            }
         };
         let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("transcript");
         let parsed = parse(format, &text, stem);
@@ -215,7 +221,7 @@ pub fn run(palace: &Palace, args: MineArgs) -> Result<()> {
         }
     }
     if read == 0 && !files.is_empty() {
-        bail!(UserError("nothing could be mined: no file was a readable Claude Code or Codex transcript".into()));
+        bail!(UserError("nothing could be mined: no file was a readable transcript of a known format".into()));
     }
     Ok(())
 }

@@ -82,8 +82,30 @@ fn samples_mine_and_re_mining_adds_nothing() {
     assert!(texts.iter().any(|t| t.contains("Project directory: /home/testuser/golden-project")), "{texts:?}");
     assert!(texts.iter().any(|t| t.contains("[tool: Read file_path=")), "{texts:?}");
 
+    // The chat exports and Gemini chats.
+    for format in ["gemini", "chatgpt", "claude-ai"] {
+        let summary = sandbox.mine(&formats().join(format));
+        assert_eq!(summary["failed"], serde_json::json!([]), "{format}: {summary}");
+        assert!(summary["drawers_added"].as_u64().unwrap() >= 4, "{format}: {summary}");
+    }
+    for (query, file) in [
+        ("read the package.json file", "gemini_golden.json"),
+        ("rollback hazards of the storage migration plan", "chatgpt_conversations.json"),
+        ("migration risks before the release candidate", "claude_ai_privacy_export.json"),
+        ("simple Python function to add two numbers", "sample_session.json"),
+    ] {
+        let found = sandbox.top(query);
+        assert!(
+            found.as_array().unwrap().iter().any(|r| r["source_file"].as_str().unwrap().ends_with(file)),
+            "{query} → {file}: {found}"
+        );
+    }
+    let plain = sandbox.dir.path().join("notes.txt");
+    std::fs::write(&plain, "> how do I reset the lab router?\nHold the button for ten seconds.\n").unwrap();
+    assert_eq!(sandbox.mine(&plain)["drawers_added"], 2, "a header and one exchange");
+
     let before = sandbox.json(&["status", "--json"])["total_drawers"].clone();
-    for format in ["claude-code", "codex"] {
+    for format in ["claude-code", "codex", "gemini", "chatgpt", "claude-ai"] {
         let again = sandbox.mine(&formats().join(format));
         assert_eq!((again["drawers_added"].clone(), again["drawers_removed"].clone()), (0.into(), 0.into()), "{again}");
     }
