@@ -66,6 +66,8 @@ pub struct DiaryEntry {
     pub room: Room,
     /// Hall.
     pub hall: Option<Hall>,
+    /// More context keys to keep with the entry.
+    pub context: Map<String, Value>,
 }
 
 /// Diary entries read back.
@@ -201,6 +203,7 @@ impl Palace {
         context.insert("topic".into(), Value::from(entry.topic));
         context.insert("type".into(), Value::from("diary_entry"));
         context.insert("date".into(), Value::from(now.format("%Y-%m-%d").to_string()));
+        context.extend(entry.context);
         request.context = context;
         let report = self.ingest(request)?;
         match report.chunks.into_iter().next() {

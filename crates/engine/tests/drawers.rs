@@ -64,6 +64,7 @@ fn diaries_are_per_agent_and_newest_first() {
         wing: Wing::parse("wing_claude").unwrap(),
         room: Room::parse("diary").unwrap(),
         hall: Some(Hall::parse("hall_diary").unwrap()),
+        context: Map::new(),
     };
     palace.diary_write(entry("Claude", "first entry")).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(5));

@@ -505,6 +505,7 @@ fn diary_write(backend: &Backend, p: DiaryWrite) -> ToolResult {
         room: room("topic", &topic)?,
         topic,
         wing: wing("wing", DIARY_WING)?,
+        context: serde_json::Map::new(),
     })?;
     Ok(json!({"drawer_id": id.as_str(), "info": "diary entry written"}))
 }

@@ -917,6 +917,7 @@ fn diary_write(backend: &Backend, p: DiaryWrite) -> ToolResult {
             wing,
             room: room("room", DIARY_ROOM)?,
             hall: Some(mempalace_core::Hall::parse(DIARY_HALL).map_err(|e| ToolError::Internal(e.to_string()))?),
+            context: serde_json::Map::new(),
         })
         .map_err(|e| as_write_failure(e.into()))?;
     Ok(json!({

@@ -117,6 +117,94 @@ fn requests(
     out
 }
 
+/// How one file is filed.
+pub struct FileOptions<'a> {
+    /// Wing for every drawer, else derived from the conversation.
+    pub wing: Option<&'a Wing>,
+    /// Room.
+    pub room: &'a Room,
+    /// Who files.
+    pub agent: &'a str,
+    /// Count only.
+    pub dry_run: bool,
+}
+
+/// What mining one file did.
+pub enum FileOutcome {
+    /// Read and filed (or counted, in a dry run).
+    Mined {
+        /// Drawers filed, unchanged, removed.
+        filing: mempalace_engine::drawers::SourceFiling,
+        /// Drawers a dry run would file.
+        would_file: usize,
+        /// Records skipped inside the file.
+        records_skipped: usize,
+        /// Human messages in the file.
+        human_messages: usize,
+        /// The last human message.
+        last_human: Option<String>,
+        /// The wing of its first conversation.
+        wing: Wing,
+    },
+    /// Not a transcript of a known format.
+    NotTranscript,
+    /// Unreadable.
+    Failed(String),
+}
+
+/// Mines one file.
+pub fn mine_file(palace: &Palace, file: &Path, options: &FileOptions<'_>) -> Result<FileOutcome> {
+    let source = file.canonicalize().unwrap_or_else(|_| file.to_path_buf()).display().to_string();
+    let text = match std::fs::read(file).map(String::from_utf8) {
+        Ok(Ok(text)) => text,
+        Ok(Err(_)) => return Ok(FileOutcome::Failed("not UTF-8 text".into())),
+        Err(error) => return Ok(FileOutcome::Failed(error.to_string())),
+    };
+    let is_text = file.extension().is_some_and(|e| e == "txt");
+    let format = match detect(&text) {
+        Some(format) => format,
+        None if is_text && detect_plain_text(&text) => Format::PlainText,
+        None => return Ok(FileOutcome::NotTranscript),
+    };
+    let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("transcript");
+    let parsed = parse(format, &text, stem);
+    if !parsed.malformed.is_empty() {
+        let shown: Vec<usize> = parsed.malformed.iter().copied().take(10).collect();
+        tracing::warn!(file = %source, count = parsed.malformed.len(), first = ?shown, "malformed records skipped");
+    }
+    let mut requests_for_file = Vec::new();
+    let mut first_wing = None;
+    let (mut human_messages, mut last_human) = (0, None);
+    for conversation in &parsed.conversations {
+        let wing = match options.wing {
+            Some(wing) => wing.clone(),
+            None => conversation
+                .cwd
+                .as_deref()
+                .and_then(|cwd| Path::new(cwd).file_name().and_then(|n| n.to_str()))
+                .and_then(|name| Wing::parse(&normalize_wing_name(name)).ok())
+                .unwrap_or(Wing::parse("conversations")?),
+        };
+        for message in conversation.messages.iter().filter(|m| m.role == mempalace_mine::Role::User) {
+            human_messages += 1;
+            last_human = Some(message.text.clone());
+        }
+        first_wing.get_or_insert_with(|| wing.clone());
+        requests_for_file.extend(requests(conversation, &source, &wing, options.room, options.agent, format.as_str()));
+    }
+    let wing = first_wing.unwrap_or(Wing::parse("conversations")?);
+    let would_file = requests_for_file.len();
+    let filing = if options.dry_run {
+        mempalace_engine::drawers::SourceFiling::default()
+    } else {
+        match palace.file_source(&source, requests_for_file) {
+            Ok(filing) => filing,
+            Err(error) => return Ok(FileOutcome::Failed(error.to_string())),
+        }
+    };
+    Ok(FileOutcome::Mined { filing, would_file, records_skipped: parsed.skipped, human_messages, last_human, wing })
+}
+
 /// Runs the command.
 pub fn run(palace: &Palace, args: MineArgs) -> Result<()> {
     let Mode::Convos = args.mode;
@@ -131,69 +219,31 @@ pub fn run(palace: &Palace, args: MineArgs) -> Result<()> {
     }
     let room = Room::parse(&args.room)?;
     let fixed_wing = args.wing.as_deref().map(Wing::parse).transpose()?;
+    let options = FileOptions { wing: fixed_wing.as_ref(), room: &room, agent: &args.agent, dry_run: args.dry_run };
     let (mut read, mut skipped, mut failed) = (0, 0, Vec::<Value>::new());
-    let (mut added, mut unchanged, mut removed, mut would_file) = (0, 0, 0, 0);
-    let mut records_skipped = 0;
+    let (mut added, mut unchanged, mut removed, mut would_file, mut records_skipped) = (0, 0, 0, 0, 0);
     for file in &files {
-        let source = file.canonicalize().unwrap_or_else(|_| file.clone()).display().to_string();
-        let text = match std::fs::read(file).map(String::from_utf8) {
-            Ok(Ok(text)) => text,
-            Ok(Err(_)) => {
-                failed.push(json!({"file": source, "error": "not UTF-8 text"}));
-                continue;
-            }
-            Err(error) => {
-                failed.push(json!({"file": source, "error": error.to_string()}));
-                continue;
-            }
-        };
-        let is_text = file.extension().is_some_and(|e| e == "txt");
-        let format = match detect(&text) {
-            Some(format) => format,
-            None if is_text && detect_plain_text(&text) => Format::PlainText,
-            None => {
-                skipped += 1;
-                tracing::info!(file = %source, "not a transcript of a known format; skipped");
-                continue;
-            }
-        };
-        let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("transcript");
-        let parsed = parse(format, &text, stem);
-        records_skipped += parsed.skipped;
-        if !parsed.malformed.is_empty() {
-            tracing::warn!(file = %source, lines = ?parsed.malformed, "malformed lines skipped");
-        }
-        read += 1;
-        let mut requests_for_file = Vec::new();
-        for conversation in &parsed.conversations {
-            let wing = match &fixed_wing {
-                Some(wing) => wing.clone(),
-                None => conversation
-                    .cwd
-                    .as_deref()
-                    .and_then(|cwd| Path::new(cwd).file_name().and_then(|n| n.to_str()))
-                    .and_then(|name| Wing::parse(&normalize_wing_name(name)).ok())
-                    .unwrap_or(Wing::parse("conversations")?),
-            };
-            requests_for_file.extend(requests(conversation, &source, &wing, &room, &args.agent, format.as_str()));
-        }
-        if args.dry_run {
-            would_file += requests_for_file.len();
-            continue;
-        }
-        match palace.file_source(&source, requests_for_file) {
-            Ok(filing) => {
+        let source = file.display().to_string();
+        match mine_file(palace, file, &options)? {
+            FileOutcome::Mined { filing, would_file: count, records_skipped: bad, .. } => {
+                read += 1;
                 added += filing.added;
                 unchanged += filing.unchanged;
                 removed += filing.removed;
-                if !args.json {
+                would_file += count;
+                records_skipped += bad;
+                if !args.json && !args.dry_run {
                     output::note(format!(
                         "{source}: {} new, {} unchanged, {} replaced",
                         filing.added, filing.unchanged, filing.removed
                     ));
                 }
             }
-            Err(error) => failed.push(json!({"file": source, "error": error.to_string()})),
+            FileOutcome::NotTranscript => {
+                skipped += 1;
+                tracing::info!(file = %source, "not a transcript of a known format; skipped");
+            }
+            FileOutcome::Failed(error) => failed.push(json!({"file": source, "error": error})),
         }
     }
     let summary = json!({

@@ -9,6 +9,7 @@
 mod bench;
 mod drawer;
 mod embedder;
+mod hook;
 mod identity;
 mod kg;
 mod mcp;
@@ -108,6 +109,9 @@ pub enum Command {
     Reembed(model::ReembedArgs),
     /// File agent transcripts (Claude Code, Codex) as drawers of whole exchanges.
     Mine(mine::MineArgs),
+    /// Agent harness hooks (Claude Code, Codex): mine the transcript, checkpoint the diary.
+    #[command(subcommand)]
+    Hook(hook::HookCommand),
     /// Retrieval-quality benchmarks through the real filing and search path.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -304,6 +308,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Mcp(args) => mcp::run(&settings, args),
         Command::MigrateFromPython(args) => migrate::run(&settings, args),
         Command::Bench(command) => bench::run(&settings, command),
+        Command::Hook(command) => hook::run(&settings, command),
         Command::Mine(args) => mine::run(&with_embedder(open_palace(&settings, Access::Create)?, &settings)?, args),
         Command::Serve(args) => mcp::serve(&settings, args),
         Command::Kg(command) => {

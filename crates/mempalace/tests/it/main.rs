@@ -2,6 +2,7 @@
 //! subprocess, and repository-wide tidiness checks.
 
 mod cli;
+mod hook;
 mod mcp;
 mod migrate;
 mod mine;

@@ -1,0 +1,217 @@
+//! `hook run`: what Claude Code and Codex call at session start, stop and
+//! before compaction.
+//!
+//! Reads the harness's JSON on stdin (`session_id`, `transcript_path`,
+//! `cwd`, `stop_hook_active`), mines the transcript's new tail, writes a
+//! diary checkpoint every 15 new human messages, and prints the harness's
+//! JSON reply — at session start, the wake-up text as additional context.
+//! It never fails the harness's session: every problem is logged to stderr
+//! and answered with the plain reply, and it answers before the harness's
+//! timeout (the work goes on in a thread that is abandoned at the deadline;
+//! every batch it committed stays committed).
+
+use std::io::Read as _;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use mempalace_core::{Content, Hall, Room};
+use mempalace_engine::Palace;
+use mempalace_engine::drawers::DiaryEntry;
+use serde_json::{Value, json};
+
+use super::mine::{FileOptions, FileOutcome, mine_file};
+use crate::output;
+use crate::settings::Settings;
+
+/// Human messages between two diary checkpoints.
+pub const CHECKPOINT_EVERY: usize = 15;
+/// The diary's author.
+const HOOK_AGENT: &str = "session-hook";
+
+/// Which hook fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HookKind {
+    /// A session starts.
+    SessionStart,
+    /// The agent stops (end of a turn).
+    Stop,
+    /// The context is about to be compacted.
+    Precompact,
+}
+
+impl HookKind {
+    fn deadline(self) -> Duration {
+        match self {
+            Self::SessionStart => Duration::from_secs(10),
+            Self::Stop => Duration::from_secs(25),
+            Self::Precompact => Duration::from_secs(80),
+        }
+    }
+
+    fn event(self) -> &'static str {
+        match self {
+            Self::SessionStart => "SessionStart",
+            Self::Stop => "Stop",
+            Self::Precompact => "PreCompact",
+        }
+    }
+}
+
+/// Which agent harness calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Harness {
+    /// Claude Code.
+    ClaudeCode,
+    /// Codex CLI.
+    Codex,
+}
+
+/// `hook run`.
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The hook.
+    #[arg(long, value_enum)]
+    hook: HookKind,
+    /// The harness.
+    #[arg(long, value_enum)]
+    harness: Harness,
+}
+
+/// `hook` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum HookCommand {
+    /// Handle one hook call (JSON on stdin, JSON reply on stdout).
+    Run(HookArgs),
+}
+
+/// What the work produced for the reply.
+#[derive(Debug, Default)]
+struct Work {
+    context: Option<String>,
+    summary: Value,
+}
+
+fn work(palace: &Palace, input: &Value, hook: HookKind) -> Result<Work> {
+    let mut result = Work::default();
+    let mut mined = json!(null);
+    if let Some(path) = input["transcript_path"].as_str().filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(shellexpand_home(path));
+        if path.is_file() {
+            let room = Room::parse("conversations")?;
+            let options = FileOptions { wing: None, room: &room, agent: "hook", dry_run: false };
+            if let FileOutcome::Mined { filing, human_messages, last_human, wing, .. } =
+                mine_file(palace, &path, &options)?
+            {
+                mined = json!({"added": filing.added, "unchanged": filing.unchanged, "removed": filing.removed});
+                let session = input["session_id"].as_str().unwrap_or("unknown").to_string();
+                checkpoint(palace, &wing, &session, human_messages, last_human.as_deref())?;
+            }
+        }
+    }
+    if hook == HookKind::SessionStart {
+        let text = palace.wake_up(None)?;
+        result.context = Some(text);
+    }
+    result.summary = json!({"mined": mined});
+    Ok(result)
+}
+
+fn shellexpand_home(path: &str) -> String {
+    match (path.strip_prefix("~/"), std::env::var("HOME")) {
+        (Some(rest), Ok(home)) => format!("{home}/{rest}"),
+        _ => path.to_string(),
+    }
+}
+
+/// Writes `CHECKPOINT:date|session:id|msgs:n|recent:…` to the hook's diary
+/// when at least [`CHECKPOINT_EVERY`] human messages came since the last one.
+fn checkpoint(
+    palace: &Palace,
+    wing: &mempalace_core::Wing,
+    session: &str,
+    messages: usize,
+    last: Option<&str>,
+) -> Result<()> {
+    let page = palace.diary_read(HOOK_AGENT, Some(wing.as_str()), Some("diary"), 100)?;
+    let done = page
+        .entries
+        .iter()
+        .filter(|d| d.context.get("session").and_then(Value::as_str) == Some(session))
+        .filter_map(|d| d.context.get("msgs").and_then(Value::as_u64))
+        .max()
+        .unwrap_or(0) as usize;
+    if messages < done + CHECKPOINT_EVERY {
+        return Ok(());
+    }
+    let recent: String = last.unwrap_or("").replace('\n', " ").chars().take(80).collect();
+    let text =
+        format!("CHECKPOINT:{}|session:{session}|msgs:{messages}|recent:{recent}", palace.now().format("%Y-%m-%d"));
+    let id = palace.diary_write(DiaryEntry {
+        agent: HOOK_AGENT.into(),
+        text: Content::parse(text)?,
+        topic: "checkpoint".into(),
+        wing: wing.clone(),
+        room: Room::parse("diary")?,
+        hall: Some(Hall::parse("hall_diary")?),
+        // The session and count, for the next call.
+        context: [("session".to_string(), json!(session)), ("msgs".to_string(), json!(messages))].into_iter().collect(),
+    })?;
+    tracing::info!(%id, messages, "diary checkpoint written");
+    Ok(())
+}
+
+fn reply(harness: Harness, hook: HookKind, context: Option<String>) -> Value {
+    match (harness, hook, context) {
+        (Harness::ClaudeCode, HookKind::SessionStart, Some(text)) if !text.trim().is_empty() => json!({
+            "hookSpecificOutput": {"hookEventName": hook.event(), "additionalContext": text}
+        }),
+        _ => json!({}),
+    }
+}
+
+/// Runs one hook call. Always succeeds from the harness's point of view.
+pub fn run(settings: &Settings, command: HookCommand) -> Result<()> {
+    let HookCommand::Run(args) = command;
+    let mut stdin = String::new();
+    let input: Value = match std::io::stdin().read_to_string(&mut stdin) {
+        Ok(_) => serde_json::from_str(&stdin).unwrap_or_else(|error| {
+            tracing::warn!(%error, "hook input is not JSON; answering without mining");
+            Value::Null
+        }),
+        Err(error) => {
+            tracing::warn!(%error, "cannot read the hook input");
+            Value::Null
+        }
+    };
+    let (sender, receiver) = mpsc::channel();
+    let settings = settings.clone();
+    let hook = args.hook;
+    std::thread::spawn(move || {
+        let outcome = super::open_palace(&settings, super::Access::Create)
+            .and_then(|palace| super::with_embedder(palace, &settings))
+            .and_then(|palace| work(&palace, &input, hook));
+        let _ = sender.send(outcome);
+    });
+    let context = match receiver.recv_timeout(hook.deadline()) {
+        Ok(Ok(work)) => {
+            tracing::info!(summary = %work.summary, "hook done");
+            work.context
+        }
+        Ok(Err(error)) => {
+            tracing::warn!(error = format!("{error:#}"), "hook work failed; the session goes on");
+            None
+        }
+        Err(_) => {
+            tracing::warn!(
+                seconds = hook.deadline().as_secs(),
+                "hook work still running at the deadline; answering now"
+            );
+            None
+        }
+    };
+    output::json(&reply(args.harness, hook, context))?;
+    Ok(())
+}
