@@ -10,12 +10,14 @@
 //! Formats: Claude Code session JSONL (and its `{"loglines": …}` export),
 //! Codex CLI rollout JSONL, Gemini CLI chats (JSON and JSONL), ChatGPT and
 //! Claude.ai `conversations.json`, plain text with `>` user lines. Parsing
-//! is pure: no I/O here.
+//! is pure: no I/O here, except `opencode`, which reads opencode's SQLite
+//! database (read-only).
 
 pub mod claude_code;
 mod clean;
 pub mod codex;
 pub mod documents;
+pub mod opencode;
 
 use mempalace_core::exchange::{Exchange, Turn, exchanges};
 

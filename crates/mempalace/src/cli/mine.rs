@@ -28,13 +28,16 @@ pub enum Mode {
     /// Conversations: Claude Code, Codex CLI and Gemini CLI sessions, ChatGPT and Claude.ai exports,
     /// plain text with `>` user lines.
     Convos,
+    /// opencode sessions, read from its SQLite database.
+    Opencode,
 }
 
 /// `mine`.
 #[derive(Debug, Args)]
 pub struct MineArgs {
-    /// A transcript file, or a folder searched for *.jsonl / *.json / *.txt transcripts.
-    path: PathBuf,
+    /// A transcript file, or a folder searched for *.jsonl / *.json / *.txt transcripts
+    /// (not used with --mode opencode).
+    path: Option<PathBuf>,
     /// What the files are.
     #[arg(long, value_enum)]
     mode: Mode,
@@ -47,9 +50,21 @@ pub struct MineArgs {
     /// Who files them (default "mine").
     #[arg(long, default_value = "mine")]
     agent: String,
-    /// Only the first N files.
+    /// Only the first N files (sessions with --mode opencode).
     #[arg(long)]
     limit: Option<usize>,
+    /// opencode's database (default ~/.local/share/opencode/opencode.db).
+    #[arg(long)]
+    db: Option<PathBuf>,
+    /// opencode: skip sessions with fewer messages.
+    #[arg(long, default_value_t = 3)]
+    min_messages: usize,
+    /// opencode: only sessions updated since this date (YYYY-MM-DD).
+    #[arg(long)]
+    since: Option<String>,
+    /// opencode: only this session.
+    #[arg(long)]
+    session: Option<String>,
     /// Show what would be filed; write nothing.
     #[arg(long)]
     dry_run: bool,
@@ -205,15 +220,92 @@ pub fn mine_file(palace: &Palace, file: &Path, options: &FileOptions<'_>) -> Res
     Ok(FileOutcome::Mined { filing, would_file, records_skipped: parsed.skipped, human_messages, last_human, wing })
 }
 
+/// `mine --mode opencode`.
+fn run_opencode(palace: &Palace, args: &MineArgs) -> Result<()> {
+    let started = Instant::now();
+    let db = match &args.db {
+        Some(db) => db.clone(),
+        None => {
+            let home = std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .ok_or_else(|| UserError("HOME is not set; pass --db".into()))?;
+            PathBuf::from(home).join(".local/share/opencode/opencode.db")
+        }
+    };
+    if !db.is_file() {
+        bail!(mempalace_engine::EngineError::NotFound { what: "opencode database", id: db.display().to_string() });
+    }
+    let since_ms = args
+        .since
+        .as_deref()
+        .map(|d| parse_timestamp(d, "--since", DayEdge::Start).map(|t| t.timestamp_millis()))
+        .transpose()?;
+    let selection = mempalace_mine::opencode::Selection {
+        min_messages: args.min_messages,
+        since_ms,
+        session: args.session.clone(),
+    };
+    let read = mempalace_mine::opencode::read_db(&db, &selection).map_err(UserError)?;
+    let room = Room::parse(&args.room)?;
+    let fixed_wing = args.wing.as_deref().map(Wing::parse).transpose()?;
+    let db_name = db.canonicalize().unwrap_or(db.clone()).display().to_string();
+    let (mut added, mut unchanged, mut removed, mut would_file) = (0, 0, 0, 0);
+    let conversations = read.conversations.iter().take(args.limit.unwrap_or(usize::MAX));
+    let mut sessions = 0;
+    for conversation in conversations {
+        sessions += 1;
+        let wing = match &fixed_wing {
+            Some(wing) => wing.clone(),
+            None => conversation
+                .cwd
+                .as_deref()
+                .and_then(|cwd| Path::new(cwd).file_name().and_then(|n| n.to_str()))
+                .and_then(|name| Wing::parse(&normalize_wing_name(name)).ok())
+                .unwrap_or(Wing::parse("conversations")?),
+        };
+        let source = format!("opencode:{db_name}#{}", conversation.session_id);
+        let units = requests(conversation, &source, &wing, &room, &args.agent, "opencode");
+        would_file += units.len();
+        if !args.dry_run {
+            let filing = palace.file_source(&source, units)?;
+            added += filing.added;
+            unchanged += filing.unchanged;
+            removed += filing.removed;
+        }
+    }
+    let summary = json!({
+        "sessions": sessions, "sessions_skipped": read.skipped_sessions,
+        "drawers_added": added, "drawers_unchanged": unchanged, "drawers_removed": removed,
+        "dry_run": args.dry_run, "would_file": would_file, "seconds": started.elapsed().as_secs_f64(),
+    });
+    if args.json {
+        output::json(&summary)?;
+    } else {
+        output::line(format!(
+            "{sessions} opencode sessions ({} skipped); drawers {} added, {unchanged} unchanged, {removed} replaced",
+            read.skipped_sessions,
+            if args.dry_run { would_file } else { added }
+        ))?;
+    }
+    Ok(())
+}
+
 /// Runs the command.
 pub fn run(palace: &Palace, args: MineArgs) -> Result<()> {
-    let Mode::Convos = args.mode;
+    if args.mode == Mode::Opencode {
+        return run_opencode(palace, &args);
+    }
     let started = Instant::now();
-    if !args.path.exists() {
-        bail!(mempalace_engine::EngineError::NotFound { what: "path", id: args.path.display().to_string() });
+    let Some(path) = args.path.clone() else {
+        bail!(UserError(
+            "give the transcript file or folder to mine, e.g. `mempalace mine ~/.claude/projects --mode convos`".into()
+        ));
+    };
+    if !path.exists() {
+        bail!(mempalace_engine::EngineError::NotFound { what: "path", id: path.display().to_string() });
     }
     let mut files = Vec::new();
-    transcripts(&args.path, &mut files).map_err(|e| UserError(format!("cannot read {}: {e}", args.path.display())))?;
+    transcripts(&path, &mut files).map_err(|e| UserError(format!("cannot read {}: {e}", path.display())))?;
     if let Some(limit) = args.limit {
         files.truncate(limit);
     }

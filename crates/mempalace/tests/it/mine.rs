@@ -172,3 +172,56 @@ fn bad_files_are_reported_and_skipped() {
     assert_eq!(output.status.code(), Some(2), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(String::from_utf8_lossy(&output.stderr).contains("nothing could be mined"));
 }
+
+/// Issue 7: opencode's database (schema of its first migration), with a
+/// sub-agent session and a short one left out.
+#[test]
+fn opencode_sessions_mine_from_the_database() {
+    let sandbox = Sandbox::new();
+    let db = sandbox.dir.path().join("opencode.db");
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT, slug TEXT NOT NULL,
+                directory TEXT NOT NULL, title TEXT NOT NULL, version TEXT NOT NULL, time_created INTEGER NOT NULL,
+                time_updated INTEGER NOT NULL);
+             CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, time_created INTEGER NOT NULL,
+                time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+             CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT NOT NULL,
+                time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+             INSERT INTO session VALUES ('ses_a', 'p', NULL, 's', '/home/alex/rover', 'Wheel calibration', '1.2.0', 1750000000000, 1750000500000);
+             INSERT INTO session VALUES ('ses_sub', 'p', 'ses_a', 's', '/home/alex/rover', 'Task agent', '1.2.0', 1750000100000, 1750000100000);
+             INSERT INTO session VALUES ('ses_short', 'p', NULL, 's', '/home/alex/rover', 'New session - 2025', '1.2.0', 1750000200000, 1750000200000);
+             INSERT INTO message VALUES ('msg_1', 'ses_a', 1750000001000, 1750000001000, '{\"role\":\"user\",\"time\":{\"created\":1750000001000}}');
+             INSERT INTO message VALUES ('msg_2', 'ses_a', 1750000002000, 1750000002000, '{\"role\":\"assistant\",\"time\":{\"created\":1750000002000}}');
+             INSERT INTO message VALUES ('msg_3', 'ses_a', 1750000003000, 1750000003000, '{\"role\":\"user\",\"time\":{\"created\":1750000003000}}');
+             INSERT INTO message VALUES ('msg_9', 'ses_short', 1750000200000, 1750000200000, '{\"role\":\"user\"}');
+             INSERT INTO part VALUES ('prt_1', 'msg_1', 'ses_a', 1, 1, '{\"type\":\"text\",\"text\":\"Calibrate the left wheel encoder of the rover\"}');
+             INSERT INTO part VALUES ('prt_2', 'msg_1', 'ses_a', 1, 1, '{\"type\":\"text\",\"text\":\"<file contents>\",\"synthetic\":true}');
+             INSERT INTO part VALUES ('prt_3', 'msg_2', 'ses_a', 1, 1, '{\"type\":\"step-start\",\"snapshot\":\"abc\"}');
+             INSERT INTO part VALUES ('prt_4', 'msg_2', 'ses_a', 1, 1, '{\"type\":\"text\",\"text\":\"The encoder offset was 12 ticks; fixed.\"}');
+             INSERT INTO part VALUES ('prt_5', 'msg_2', 'ses_a', 1, 1, '{\"type\":\"tool\",\"tool\":\"bash\",\"callID\":\"c\",\"state\":{\"status\":\"completed\",\"input\":{\"command\":\"calib --left\"},\"output\":\"ok\"}}');
+             INSERT INTO part VALUES ('prt_6', 'msg_3', 'ses_a', 1, 1, '{\"type\":\"text\",\"text\":\"Thanks, log it\"}');
+             INSERT INTO part VALUES ('prt_9', 'msg_9', 'ses_short', 1, 1, '{\"type\":\"text\",\"text\":\"hi\"}');",
+        )
+        .unwrap();
+    }
+    let db_arg = db.to_str().unwrap();
+    let summary = sandbox.json(&["mine", "--mode", "opencode", "--db", db_arg, "--json"]);
+    assert_eq!((summary["sessions"].clone(), summary["sessions_skipped"].clone()), (1.into(), 2.into()), "{summary}");
+    assert_eq!(summary["drawers_added"], 3, "a header, one exchange, the last turn: {summary}");
+    let found = sandbox.top("left wheel encoder calibration");
+    let text = found[0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("encoder offset was 12 ticks") && text.contains("[tool: bash command=calib --left]"),
+        "{found}"
+    );
+    assert!(!text.contains("<file contents>"), "synthetic parts are left out");
+    assert_eq!(found[0]["wing"], "rover");
+    let again = sandbox.json(&["mine", "--mode", "opencode", "--db", db_arg, "--json"]);
+    assert_eq!(again["drawers_added"], 0);
+    let none = sandbox.json(&["mine", "--mode", "opencode", "--db", db_arg, "--session", "ses_other", "--json"]);
+    assert_eq!(none["sessions"], 0);
+    let missing = sandbox.run(&["mine", "--mode", "opencode", "--db", "/nonexistent/opencode.db"]);
+    assert_eq!(missing.status.code(), Some(3));
+}
