@@ -148,7 +148,7 @@ fn user(record: &Value, id: String, timestamp: Option<String>, state: &mut State
         return;
     }
     state.last_message_id = None;
-    state.conversation.messages.push(Message { role: Role::User, text, timestamp, id });
+    state.conversation.messages.push(Message { role: Role::User, text, timestamp, id, speaker: None });
 }
 
 fn assistant(record: &Value, id: String, timestamp: Option<String>, state: &mut State, parsed: &mut Parsed) {
@@ -186,7 +186,7 @@ fn assistant(record: &Value, id: String, timestamp: Option<String>, state: &mut 
         return;
     }
     state.last_message_id = reply_id;
-    messages.push(Message { role: Role::Assistant, text, timestamp, id });
+    messages.push(Message { role: Role::Assistant, text, timestamp, id, speaker: None });
 }
 
 #[cfg(test)]

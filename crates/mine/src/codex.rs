@@ -120,7 +120,7 @@ fn item(payload: &Value, id: String, timestamp: Option<String>) -> Option<Messag
         "function_call_output" | "custom_tool_call_output" => (Role::Assistant, tool_result(&payload["output"])?),
         _ => return None,
     };
-    (!text.is_empty()).then_some(Message { role, text, timestamp, id })
+    (!text.is_empty()).then_some(Message { role, text, timestamp, id, speaker: None })
 }
 
 #[cfg(test)]

@@ -123,6 +123,7 @@ pub fn chatgpt(document: &Value, fallback_id: &str) -> Parsed {
                     text,
                     timestamp: epoch(&message["create_time"]).or_else(|| created.clone()),
                     id: message["id"].as_str().or(node["id"].as_str()).unwrap_or_default().to_string(),
+                    speaker: None,
                 });
             }
         }
@@ -180,6 +181,7 @@ pub fn claude_ai(document: &Value, fallback_id: &str) -> Parsed {
                 text,
                 timestamp: message["created_at"].as_str().map(str::to_string),
                 id: message["uuid"].as_str().map_or_else(|| format!("m{}", n + 1), str::to_string),
+                speaker: None,
             });
         }
         let title = item["name"].as_str().or(item["summary"].as_str()).map(str::to_string);
@@ -226,6 +228,7 @@ fn gemini_message(record: &Map<String, Value>) -> Option<Message> {
         text,
         timestamp: record.get("timestamp").and_then(Value::as_str).map(str::to_string),
         id: record.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
+        speaker: None,
     })
 }
 
@@ -338,6 +341,7 @@ pub fn plain_text(text: &str, fallback_id: &str) -> Parsed {
                 text: content.to_string(),
                 timestamp: None,
                 id: format!("line-{}", n + 1),
+                speaker: None,
             }),
         }
     }

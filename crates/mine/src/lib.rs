@@ -18,6 +18,7 @@ mod clean;
 pub mod codex;
 pub mod documents;
 pub mod opencode;
+pub mod slack;
 
 use mempalace_core::exchange::{Exchange, Turn, exchanges};
 
@@ -51,6 +52,9 @@ pub struct Message {
     pub timestamp: Option<String>,
     /// Its id in the transcript (uuid, line number).
     pub id: String,
+    /// The author's name when there are more than two voices (Slack);
+    /// otherwise the role names the speaker.
+    pub speaker: Option<String>,
 }
 
 /// One conversation.
@@ -202,16 +206,13 @@ pub fn header(conversation: &Conversation) -> String {
 pub fn units(conversation: &Conversation) -> Vec<Exchange> {
     let mut turns: Vec<Turn> = Vec::new();
     for message in &conversation.messages {
+        let speaker = message.speaker.as_deref().unwrap_or(message.role.speaker());
         match turns.last_mut() {
-            Some(last) if last.speaker == message.role.speaker() => {
+            Some(last) if last.speaker == speaker => {
                 last.text.push('\n');
                 last.text.push_str(&message.text);
             }
-            _ => turns.push(Turn {
-                speaker: message.role.speaker().to_string(),
-                text: message.text.clone(),
-                id: message.id.clone(),
-            }),
+            _ => turns.push(Turn { speaker: speaker.to_string(), text: message.text.clone(), id: message.id.clone() }),
         }
     }
     exchanges(&turns)

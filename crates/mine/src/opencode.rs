@@ -154,7 +154,7 @@ fn session(
         if text.is_empty() {
             continue;
         }
-        conversation.messages.push(Message { role, text, timestamp: ms_to_text(time), id: message_id });
+        conversation.messages.push(Message { role, text, timestamp: ms_to_text(time), id: message_id, speaker: None });
     }
     if conversation.title.is_none() {
         conversation.title = conversation

@@ -73,8 +73,13 @@ pub struct MineArgs {
     json: bool,
 }
 
+/// A Slack export folder: it holds `users.json` or `channels.json`.
+fn is_slack_export(dir: &Path) -> bool {
+    dir.join("users.json").is_file() || dir.join("channels.json").is_file()
+}
+
 fn transcripts(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    if path.is_file() {
+    if path.is_file() || is_slack_export(path) {
         out.push(path.to_path_buf());
         return Ok(());
     }
@@ -167,8 +172,65 @@ pub enum FileOutcome {
     Failed(String),
 }
 
-/// Mines one file.
+/// Mines a Slack export folder: one conversation per channel folder.
+fn mine_slack(palace: &Palace, dir: &Path, options: &FileOptions<'_>) -> Result<FileOutcome> {
+    let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let users = mempalace_mine::slack::users(&std::fs::read_to_string(root.join("users.json")).unwrap_or_default());
+    let mut channels: Vec<PathBuf> =
+        std::fs::read_dir(&root)?.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    channels.sort();
+    let wing = match options.wing {
+        Some(wing) => wing.clone(),
+        None => root
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| Wing::parse(&normalize_wing_name(n)).ok())
+            .unwrap_or(Wing::parse("slack")?),
+    };
+    let mut total = mempalace_engine::drawers::SourceFiling::default();
+    let (mut would_file, mut bad_days, mut human_messages) = (0, 0, 0);
+    for channel in channels {
+        let name = channel.file_name().and_then(|n| n.to_str()).unwrap_or("channel").to_string();
+        let mut days = Vec::new();
+        for day in std::fs::read_dir(&channel)?.filter_map(Result::ok).map(|e| e.path()) {
+            if day.extension().is_some_and(|e| e == "json") {
+                days.push((
+                    day.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string(),
+                    std::fs::read_to_string(&day).unwrap_or_default(),
+                ));
+            }
+        }
+        let (conversation, bad) = mempalace_mine::slack::channel(&name, &days, &users);
+        bad_days += bad;
+        if conversation.messages.is_empty() {
+            continue;
+        }
+        human_messages += conversation.messages.len();
+        let source = channel.display().to_string();
+        let units = requests(&conversation, &source, &wing, options.room, options.agent, "slack");
+        would_file += units.len();
+        if !options.dry_run {
+            let filing = palace.file_source(&source, units)?;
+            total.added += filing.added;
+            total.unchanged += filing.unchanged;
+            total.removed += filing.removed;
+        }
+    }
+    Ok(FileOutcome::Mined {
+        filing: total,
+        would_file,
+        records_skipped: bad_days,
+        human_messages,
+        last_human: None,
+        wing,
+    })
+}
+
+/// Mines one file (or a Slack export folder).
 pub fn mine_file(palace: &Palace, file: &Path, options: &FileOptions<'_>) -> Result<FileOutcome> {
+    if file.is_dir() {
+        return mine_slack(palace, file, options);
+    }
     let source = file.canonicalize().unwrap_or_else(|_| file.to_path_buf()).display().to_string();
     let text = match std::fs::read(file).map(String::from_utf8) {
         Ok(Ok(text)) => text,
@@ -176,13 +238,22 @@ pub fn mine_file(palace: &Palace, file: &Path, options: &FileOptions<'_>) -> Res
         Err(error) => return Ok(FileOutcome::Failed(error.to_string())),
     };
     let is_text = file.extension().is_some_and(|e| e == "txt");
-    let format = match detect(&text) {
-        Some(format) => format,
-        None if is_text && detect_plain_text(&text) => Format::PlainText,
+    let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("transcript");
+    let (parsed, format_name) = match detect(&text) {
+        Some(format) => (parse(format, &text, stem), format.as_str()),
+        None if is_text && detect_plain_text(&text) => {
+            (parse(Format::PlainText, &text, stem), Format::PlainText.as_str())
+        }
+        None if mempalace_mine::slack::is_day_file(&text) => {
+            let (conversation, bad) = mempalace_mine::slack::channel(
+                stem,
+                &[(stem.to_string(), text.clone())],
+                &std::collections::HashMap::new(),
+            );
+            (mempalace_mine::Parsed { conversations: vec![conversation], skipped: bad, malformed: Vec::new() }, "slack")
+        }
         None => return Ok(FileOutcome::NotTranscript),
     };
-    let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("transcript");
-    let parsed = parse(format, &text, stem);
     if !parsed.malformed.is_empty() {
         let shown: Vec<usize> = parsed.malformed.iter().copied().take(10).collect();
         tracing::warn!(file = %source, count = parsed.malformed.len(), first = ?shown, "malformed records skipped");
@@ -205,7 +276,7 @@ pub fn mine_file(palace: &Palace, file: &Path, options: &FileOptions<'_>) -> Res
             last_human = Some(message.text.clone());
         }
         first_wing.get_or_insert_with(|| wing.clone());
-        requests_for_file.extend(requests(conversation, &source, &wing, options.room, options.agent, format.as_str()));
+        requests_for_file.extend(requests(conversation, &source, &wing, options.room, options.agent, format_name));
     }
     let wing = first_wing.unwrap_or(Wing::parse("conversations")?);
     let would_file = requests_for_file.len();

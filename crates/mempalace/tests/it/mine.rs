@@ -83,7 +83,7 @@ fn samples_mine_and_re_mining_adds_nothing() {
     assert!(texts.iter().any(|t| t.contains("[tool: Read file_path=")), "{texts:?}");
 
     // The chat exports and Gemini chats.
-    for format in ["gemini", "chatgpt", "claude-ai"] {
+    for format in ["gemini", "chatgpt", "claude-ai", "slack"] {
         let summary = sandbox.mine(&formats().join(format));
         assert_eq!(summary["failed"], serde_json::json!([]), "{format}: {summary}");
         assert!(summary["drawers_added"].as_u64().unwrap() >= 4, "{format}: {summary}");
@@ -93,6 +93,7 @@ fn samples_mine_and_re_mining_adds_nothing() {
         ("rollback hazards of the storage migration plan", "chatgpt_conversations.json"),
         ("migration risks before the release candidate", "claude_ai_privacy_export.json"),
         ("simple Python function to add two numbers", "sample_session.json"),
+        ("what should setup.py do for the docker executor", "enrique"),
     ] {
         let found = sandbox.top(query);
         assert!(
@@ -105,7 +106,7 @@ fn samples_mine_and_re_mining_adds_nothing() {
     assert_eq!(sandbox.mine(&plain)["drawers_added"], 2, "a header and one exchange");
 
     let before = sandbox.json(&["status", "--json"])["total_drawers"].clone();
-    for format in ["claude-code", "codex", "gemini", "chatgpt", "claude-ai"] {
+    for format in ["claude-code", "codex", "gemini", "chatgpt", "claude-ai", "slack"] {
         let again = sandbox.mine(&formats().join(format));
         assert_eq!((again["drawers_added"].clone(), again["drawers_removed"].clone()), (0.into(), 0.into()), "{again}");
     }
