@@ -211,3 +211,132 @@ mod tests {
         }
     }
 }
+
+/// Chunks shorter than this are dropped when they add no line of their own.
+pub const MIN_CHUNK: usize = 50;
+
+/// A piece of a document with the lines it spans (1-based, inclusive).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineChunk {
+    /// The text, verbatim.
+    pub text: String,
+    /// First line.
+    pub line_start: u32,
+    /// Last line.
+    pub line_end: u32,
+}
+
+/// Cuts a document into chunks of at most [`CHUNK_SIZE`] characters at
+/// paragraph boundaries, then line boundaries (a longer line is cut
+/// hard); each chunk after the first starts with the last lines of the
+/// one before, up to [`CHUNK_OVERLAP`] characters; a chunk shorter than
+/// [`MIN_CHUNK`] is dropped only when all its lines are in other chunks.
+pub fn chunk_lines(text: &str) -> Vec<LineChunk> {
+    // Units: (line number, text) pieces no longer than CHUNK_SIZE.
+    let mut units: Vec<(u32, String, bool)> = Vec::new(); // (line, text, paragraph break before)
+    let mut blank_before = false;
+    for (index, line) in text.lines().enumerate() {
+        let number = index as u32 + 1;
+        if line.trim().is_empty() {
+            blank_before = true;
+            continue;
+        }
+        let chars: Vec<char> = line.chars().collect();
+        for (piece_index, piece) in chars.chunks(CHUNK_SIZE).enumerate() {
+            units.push((number, piece.iter().collect(), blank_before && piece_index == 0));
+        }
+        blank_before = false;
+    }
+    let mut chunks: Vec<LineChunk> = Vec::new();
+    let mut current: Vec<&(u32, String, bool)> = Vec::new();
+    let size = |lines: &[&(u32, String, bool)]| lines.iter().map(|u| u.1.chars().count() + 1).sum::<usize>();
+    let flush = |current: &[&(u32, String, bool)], chunks: &mut Vec<LineChunk>| {
+        if let (Some(first), Some(last)) = (current.first(), current.last()) {
+            chunks.push(LineChunk {
+                text: current.iter().map(|u| u.1.as_str()).collect::<Vec<_>>().join("\n"),
+                line_start: first.0,
+                line_end: last.0,
+            });
+        }
+    };
+    let mut fresh = 0; // units in `current` that are not overlap
+    for unit in &units {
+        let would = size(&current) + unit.1.chars().count() + 1;
+        // Prefer to end a chunk at a paragraph break once it is half full.
+        let paragraph_end = unit.2 && size(&current) >= CHUNK_SIZE / 2;
+        if fresh > 0 && (would > CHUNK_SIZE || paragraph_end) {
+            flush(&current, &mut chunks);
+            let mut overlap: Vec<&(u32, String, bool)> = Vec::new();
+            for previous in current.iter().rev() {
+                if size(&overlap) + previous.1.chars().count() + 1 > CHUNK_OVERLAP {
+                    break;
+                }
+                overlap.insert(0, previous);
+            }
+            while !overlap.is_empty() && size(&overlap) + unit.1.chars().count() + 1 > CHUNK_SIZE {
+                overlap.remove(0);
+            }
+            current = overlap;
+            fresh = 0;
+        }
+        current.push(unit);
+        fresh += 1;
+    }
+    if fresh > 0 {
+        flush(&current, &mut chunks);
+    }
+    // A short chunk goes only when its lines are all in other chunks: the
+    // minimum never costs text.
+    let mut index = 0;
+    while index < chunks.len() {
+        let short = chunks[index].text.chars().count() < MIN_CHUNK;
+        let (start, end) = (chunks[index].line_start, chunks[index].line_end);
+        let covered = (start..=end).all(|line| {
+            chunks.iter().enumerate().any(|(other, c)| other != index && c.line_start <= line && line <= c.line_end)
+        });
+        if short && covered && chunks.len() > 1 {
+            chunks.remove(index);
+        } else {
+            index += 1;
+        }
+    }
+    chunks
+}
+
+#[cfg(test)]
+mod line_chunk_tests {
+    use super::*;
+
+    #[test]
+    fn paragraphs_lines_and_overlap() {
+        let paragraph = |n: usize| format!("{}\n", format!("Paragraph {n} sentence with some words. ").repeat(5));
+        let text: String = (0..6).map(|n| format!("{}\n", paragraph(n))).collect();
+        let chunks = chunk_lines(&text);
+        assert!(chunks.len() >= 2, "{chunks:?}");
+        assert!(chunks.iter().all(|c| c.text.chars().count() <= CHUNK_SIZE));
+        assert_eq!(chunks[0].line_start, 1);
+        assert!(chunks.windows(2).all(|w| w[1].line_start <= w[0].line_end + 2), "overlap or adjacency: {chunks:?}");
+        assert_eq!(chunks.last().unwrap().line_end, 11);
+        let single = chunk_lines("short note");
+        assert_eq!(single, vec![LineChunk { text: "short note".into(), line_start: 1, line_end: 1 }]);
+        let long_line = "x".repeat(2_000);
+        let pieces = chunk_lines(&long_line);
+        assert!(pieces.len() >= 3 && pieces.iter().all(|p| p.line_start == 1 && p.text.chars().count() <= CHUNK_SIZE));
+        assert!(chunk_lines("\n\n  \n").is_empty());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn every_line_lands_in_a_chunk(lines in proptest::collection::vec("[a-z ]{0,120}", 0..60)) {
+            let text = lines.join("\n");
+            let chunks = chunk_lines(&text);
+            for (i, line) in lines.iter().enumerate() {
+                if !line.trim().is_empty() {
+                    let n = i as u32 + 1;
+                    proptest::prop_assert!(chunks.iter().any(|c| c.line_start <= n && n <= c.line_end), "line {} lost", n);
+                }
+            }
+            proptest::prop_assert!(chunks.iter().all(|c| c.text.chars().count() <= CHUNK_SIZE && c.line_start <= c.line_end));
+        }
+    }
+}

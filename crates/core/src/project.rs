@@ -3,8 +3,9 @@
 //! The file format is the Python MemPalace's, so projects set up with it
 //! keep working: a `wing` and a list of `rooms`, each with a `name`, a
 //! `description` and `keywords`. This module proposes rooms from folder
-//! names and renders the file; reading it (and assigning files to rooms) is
-//! the miner's job.
+//! names, renders the file, reads it back (the subset of YAML these files
+//! use: scalars, quoted or plain, flow `[a, b]` and block `- a` lists), and
+//! routes a file to a room.
 
 /// One room of a project.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,6 +130,118 @@ impl ProjectConfig {
         Self { wing: wing.to_string(), rooms }
     }
 
+    /// Reads a `mempalace.yaml`. Only the keys `wing` and `rooms` (with
+    /// `name`, `description`, `keywords`) are used; others are ignored.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        fn scalar(raw: &str) -> String {
+            let raw = raw.trim();
+            if raw.starts_with('"')
+                && let Ok(serde_json::Value::String(s)) = serde_json::from_str::<serde_json::Value>(raw)
+            {
+                return s;
+            }
+            raw.trim_matches(|c| c == '\'' || c == '"').to_string()
+        }
+        fn list(raw: &str) -> Vec<String> {
+            let inner = raw.trim().trim_start_matches('[').trim_end_matches(']');
+            inner.split(',').map(scalar).filter(|k| !k.is_empty()).collect()
+        }
+        let mut wing = None;
+        let mut rooms: Vec<RoomRule> = Vec::new();
+        let mut in_rooms = false;
+        let mut in_keywords = false;
+        for (n, line) in text.lines().enumerate() {
+            let without_comment = if line.trim_start().starts_with('#') { "" } else { line };
+            if without_comment.trim().is_empty() {
+                continue;
+            }
+            let indent = without_comment.len() - without_comment.trim_start().len();
+            let content = without_comment.trim();
+            if indent == 0 && !content.starts_with('-') {
+                in_rooms = false;
+                in_keywords = false;
+                if let Some(value) = content.strip_prefix("wing:") {
+                    wing = Some(scalar(value));
+                } else if content.starts_with("rooms:") {
+                    in_rooms = true;
+                }
+                continue;
+            }
+            if !in_rooms {
+                continue;
+            }
+            if in_keywords && content.starts_with("- ") && indent > 0 && !content[2..].contains(':') {
+                if let Some(room) = rooms.last_mut() {
+                    room.keywords.push(scalar(&content[2..]));
+                }
+                continue;
+            }
+            let field = match content.strip_prefix("- ") {
+                Some(rest) => {
+                    rooms.push(RoomRule { name: String::new(), description: String::new(), keywords: Vec::new() });
+                    rest
+                }
+                None => content,
+            };
+            let Some((key, value)) = field.split_once(':') else {
+                return Err(format!("line {}: expected `key: value` in a room, found {content:?}", n + 1));
+            };
+            let Some(room) = rooms.last_mut() else {
+                return Err(format!("line {}: a room field before any `- name:`", n + 1));
+            };
+            in_keywords = false;
+            match key.trim() {
+                "name" => room.name = scalar(value),
+                "description" => room.description = scalar(value),
+                "keywords" if value.trim().is_empty() => in_keywords = true,
+                "keywords" => room.keywords = list(value),
+                _ => {}
+            }
+        }
+        let wing = wing.filter(|w| !w.is_empty()).ok_or("no `wing:` line")?;
+        rooms.retain(|room| !room.name.is_empty());
+        Ok(Self { wing, rooms })
+    }
+
+    /// The room for a file: a folder of its path named like a room or one
+    /// of its keywords, else its file name containing one, else the room
+    /// whose keywords occur most in its text, else `general`.
+    pub fn room_for(&self, relative_path: &str, text: &str) -> String {
+        let lower = relative_path.to_lowercase();
+        let parts: Vec<&str> = lower.split(['/', '\\']).collect();
+        let (folders, file) = parts.split_at(parts.len().saturating_sub(1));
+        let names = |room: &RoomRule| -> Vec<String> {
+            std::iter::once(room.name.to_lowercase()).chain(room.keywords.iter().map(|k| k.to_lowercase())).collect()
+        };
+        let candidates = self.rooms.iter().filter(|room| room.name != "general");
+        for room in candidates.clone() {
+            if folders.iter().any(|folder| names(room).iter().any(|n| n == folder)) {
+                return room.name.clone();
+            }
+        }
+        let file = file.first().copied().unwrap_or("");
+        for room in candidates.clone() {
+            if names(room).iter().any(|n| n.len() >= 3 && file.contains(n.as_str())) {
+                return room.name.clone();
+            }
+        }
+        let text = text.to_lowercase();
+        let best = candidates
+            .map(|room| {
+                (
+                    names(room)
+                        .iter()
+                        .filter(|n| n.len() >= 3)
+                        .map(|n| text.matches(n.as_str()).count())
+                        .sum::<usize>(),
+                    room,
+                )
+            })
+            .filter(|(score, _)| *score > 0)
+            .max_by_key(|(score, _)| *score);
+        best.map_or_else(|| "general".to_string(), |(_, room)| room.name.clone())
+    }
+
     /// Renders the YAML text. Strings are written as JSON strings, which
     /// YAML reads verbatim whatever they contain.
     pub fn to_yaml(&self) -> String {
@@ -150,6 +263,21 @@ impl ProjectConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn yaml_round_trips_and_reads_mempalace_style() {
+        let config = ProjectConfig::propose("lab_notes", &["docs".into(), "src".into()]);
+        assert_eq!(ProjectConfig::parse(&config.to_yaml()).unwrap(), config);
+        let handwritten = "# project\nwing: lab\nrooms:\n  - name: hardware\n    description: Robot parts\n    keywords:\n      - gripper\n      - 'servo'\n  - name: general\n    keywords: []\nextra: ignored\n";
+        let parsed = ProjectConfig::parse(handwritten).unwrap();
+        assert_eq!(parsed.wing, "lab");
+        assert_eq!(parsed.rooms[0].keywords, vec!["gripper", "servo"]);
+        assert!(ProjectConfig::parse("rooms:\n").is_err());
+        assert_eq!(parsed.room_for("hardware/arm.md", ""), "hardware");
+        assert_eq!(parsed.room_for("notes/gripper-test.md", ""), "hardware");
+        assert_eq!(parsed.room_for("notes/x.md", "the servo and the servo"), "hardware");
+        assert_eq!(parsed.room_for("notes/x.md", "nothing relevant"), "general");
+    }
 
     #[test]
     fn folders_map_to_rooms_and_noise_is_skipped() {

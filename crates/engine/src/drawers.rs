@@ -435,3 +435,28 @@ impl Palace {
         Ok(filing)
     }
 }
+
+impl Palace {
+    /// Every source file named by a visible drawer (of one wing, or all),
+    /// with its drawers. Reads every drawer: a maintenance call.
+    pub fn sources(&self, wing: Option<&str>) -> EngineResult<std::collections::BTreeMap<String, Vec<DrawerId>>> {
+        let mut sources: std::collections::BTreeMap<String, Vec<DrawerId>> = std::collections::BTreeMap::new();
+        let mut after: Option<DrawerId> = None;
+        loop {
+            let page = self.store().scan_drawers(self.workspace(), after.as_ref(), 1_000)?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.id.clone());
+            for drawer in page {
+                if drawer.status != mempalace_core::DrawerStatus::Active
+                    || wing.is_some_and(|w| drawer.wing.as_str() != w)
+                {
+                    continue;
+                }
+                if let Some(source) = drawer.source_file {
+                    sources.entry(source).or_default().push(drawer.id);
+                }
+            }
+        }
+        Ok(sources)
+    }
+}

@@ -66,6 +66,10 @@ pub struct IngestRequest {
     pub perception: Option<mempalace_core::Perception>,
     /// When the text was written (a transcript's date); default: now.
     pub filed_at: Option<mempalace_core::Timestamp>,
+    /// Lines of the source the text spans (a document chunk).
+    pub lines: Option<(u32, u32)>,
+    /// Position of this text among its source's chunks.
+    pub chunk_index: Option<u32>,
 }
 
 impl IngestRequest {
@@ -89,6 +93,8 @@ impl IngestRequest {
             raw: false,
             perception: None,
             filed_at: None,
+            lines: None,
+            chunk_index: None,
         }
     }
 }
@@ -294,6 +300,13 @@ impl Palace {
             drawer.perception = request.perception.clone();
             if total > 1 {
                 drawer.chunk_index = Some(chunk_index as u32);
+            }
+            if let Some(index) = request.chunk_index {
+                drawer.chunk_index = Some(index);
+            }
+            if let Some((start, end)) = request.lines {
+                drawer.line_start = Some(start);
+                drawer.line_end = Some(end);
             }
             if let Some(importance) = request.importance {
                 drawer.importance = importance;

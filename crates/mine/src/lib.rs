@@ -18,6 +18,7 @@ mod clean;
 pub mod codex;
 pub mod documents;
 pub mod opencode;
+pub mod project;
 pub mod slack;
 
 use mempalace_core::exchange::{Exchange, Turn, exchanges};

@@ -25,6 +25,8 @@ use crate::output;
 /// What to mine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
+    /// A project tree: documents first (code with --include-code), rooms from mempalace.yaml.
+    Projects,
     /// Conversations: Claude Code, Codex CLI and Gemini CLI sessions, ChatGPT and Claude.ai exports,
     /// plain text with `>` user lines.
     Convos,
@@ -39,12 +41,21 @@ pub struct MineArgs {
     /// (not used with --mode opencode).
     path: Option<PathBuf>,
     /// What the files are.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, default_value = "projects")]
     mode: Mode,
+    /// Projects: mine files that .gitignore excludes too.
+    #[arg(long)]
+    no_gitignore: bool,
+    /// Projects: mine this ignored path anyway (repeatable; relative to the project).
+    #[arg(long = "include-ignored", value_name = "PATH")]
+    include_ignored: Vec<PathBuf>,
+    /// Projects: mine source code as well as documents.
+    #[arg(long)]
+    include_code: bool,
     /// Wing for every drawer (default: the conversation's project directory name, else "conversations").
     #[arg(long)]
     wing: Option<String>,
-    /// Room (default "conversations").
+    /// Room for conversations (default "conversations"; projects route files by mempalace.yaml).
     #[arg(long, default_value = "conversations")]
     room: String,
     /// Who files them (default "mine").
@@ -361,10 +372,129 @@ fn run_opencode(palace: &Palace, args: &MineArgs) -> Result<()> {
     Ok(())
 }
 
+/// `mine DIR` (projects mode).
+fn run_project(palace: &Palace, args: &MineArgs) -> Result<()> {
+    use mempalace_core::chunk::chunk_lines;
+    use mempalace_core::project::{ProjectConfig, room_for_folder};
+    let started = Instant::now();
+    let Some(root) = args.path.clone() else {
+        bail!(UserError("give the project folder to mine, e.g. `mempalace mine ~/projects/lab-notes`".into()));
+    };
+    if !root.is_dir() {
+        bail!(mempalace_engine::EngineError::NotFound { what: "project folder", id: root.display().to_string() });
+    }
+    let root = root.canonicalize()?;
+    let config = match std::fs::read_to_string(root.join("mempalace.yaml")) {
+        Ok(text) => Some(ProjectConfig::parse(&text).map_err(|e| {
+            UserError(format!(
+                "{}: {e}; fix it or run `mempalace init {}` to write a new one",
+                root.join("mempalace.yaml").display(),
+                root.display()
+            ))
+        })?),
+        Err(_) => None,
+    };
+    let wing = match (&args.wing, &config) {
+        (Some(wing), _) => Wing::parse(wing)?,
+        (None, Some(config)) => Wing::parse(&config.wing)?,
+        (None, None) => {
+            Wing::parse(&normalize_wing_name(root.file_name().and_then(|n| n.to_str()).unwrap_or("project")))?
+        }
+    };
+    let options = mempalace_mine::project::WalkOptions {
+        gitignore: !args.no_gitignore,
+        include_ignored: args.include_ignored.clone(),
+        include_code: args.include_code,
+    };
+    let mut files = mempalace_mine::project::walk(&root, &options);
+    if let Some(limit) = args.limit {
+        files.truncate(limit);
+    }
+    let (mut read, mut failed) = (0, Vec::<Value>::new());
+    let (mut added, mut unchanged, mut removed, mut would_file) = (0, 0, 0, 0);
+    for file in &files {
+        let source = file.display().to_string();
+        let text = match std::fs::read(file).map(String::from_utf8) {
+            Ok(Ok(text)) if !text.contains('\0') => text,
+            Ok(_) => {
+                failed.push(json!({"file": source, "error": "not UTF-8 text"}));
+                continue;
+            }
+            Err(error) => {
+                failed.push(json!({"file": source, "error": error.to_string()}));
+                continue;
+            }
+        };
+        read += 1;
+        let relative = file.strip_prefix(&root).unwrap_or(file).display().to_string();
+        let room_name = match &config {
+            Some(config) => config.room_for(&relative, &text),
+            None => relative
+                .split('/')
+                .rev()
+                .skip(1)
+                .last()
+                .and_then(room_for_folder)
+                .unwrap_or_else(|| "general".to_string()),
+        };
+        let room = Room::parse(&room_name).unwrap_or(Room::parse("general")?);
+        let mtime = std::fs::metadata(file).and_then(|m| m.modified()).ok();
+        let requests: Vec<IngestRequest> = chunk_lines(&text)
+            .into_iter()
+            .enumerate()
+            .map(|(index, chunk)| {
+                let mut request = IngestRequest::new(wing.clone(), room.clone(), chunk.text, args.agent.clone());
+                request.raw = true;
+                request.source_file = Some(source.clone());
+                request.lines = Some((chunk.line_start, chunk.line_end));
+                request.chunk_index = Some(index as u32);
+                request.filed_at = mtime.map(mempalace_core::Timestamp::from);
+                request.context.insert("relative_path".into(), json!(relative));
+                request
+            })
+            .collect();
+        would_file += requests.len();
+        if args.dry_run {
+            continue;
+        }
+        match palace.file_source(&source, requests) {
+            Ok(filing) => {
+                added += filing.added;
+                unchanged += filing.unchanged;
+                removed += filing.removed;
+            }
+            Err(error) => failed.push(json!({"file": source, "error": error.to_string()})),
+        }
+    }
+    let summary = json!({
+        "files": files.len(), "read": read, "failed": failed, "wing": wing.as_str(),
+        "drawers_added": added, "drawers_unchanged": unchanged, "drawers_removed": removed,
+        "dry_run": args.dry_run, "would_file": would_file, "seconds": started.elapsed().as_secs_f64(),
+    });
+    if args.json {
+        output::json(&summary)?;
+    } else {
+        output::line(format!(
+            "{} files in wing {wing}: {read} read, {} failed; drawers {} added, {unchanged} unchanged, {removed} replaced ({:.1} s)",
+            files.len(),
+            failed.len(),
+            if args.dry_run { would_file } else { added },
+            started.elapsed().as_secs_f64()
+        ))?;
+    }
+    if read == 0 && !files.is_empty() {
+        bail!(UserError("nothing could be mined: no file was readable text".into()));
+    }
+    Ok(())
+}
+
 /// Runs the command.
 pub fn run(palace: &Palace, args: MineArgs) -> Result<()> {
     if args.mode == Mode::Opencode {
         return run_opencode(palace, &args);
+    }
+    if args.mode == Mode::Projects {
+        return run_project(palace, &args);
     }
     let started = Instant::now();
     let Some(path) = args.path.clone() else {

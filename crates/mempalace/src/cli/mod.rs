@@ -18,6 +18,7 @@ mod mine;
 mod model;
 mod palace;
 mod retrieve;
+mod sync;
 mod transfer;
 mod wire;
 
@@ -107,8 +108,10 @@ pub enum Command {
     Model(model::ModelCommand),
     /// Give every drawer a vector of the configured embedder (resumable).
     Reembed(model::ReembedArgs),
-    /// File agent transcripts (Claude Code, Codex) as drawers of whole exchanges.
+    /// Mine a project (documents first) or conversations (transcripts, chat exports, opencode) into drawers.
     Mine(mine::MineArgs),
+    /// Remove the drawers of mined files that no longer exist.
+    Sync(sync::SyncArgs),
     /// Agent harness hooks (Claude Code, Codex): mine the transcript, checkpoint the diary.
     #[command(subcommand)]
     Hook(hook::HookCommand),
@@ -309,6 +312,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::MigrateFromPython(args) => migrate::run(&settings, args),
         Command::Bench(command) => bench::run(&settings, command),
         Command::Hook(command) => hook::run(&settings, command),
+        Command::Sync(args) => sync::run(&open_palace(&settings, Access::Update)?, args),
         Command::Mine(args) => mine::run(&with_embedder(open_palace(&settings, Access::Create)?, &settings)?, args),
         Command::Serve(args) => mcp::serve(&settings, args),
         Command::Kg(command) => {

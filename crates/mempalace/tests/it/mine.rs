@@ -226,3 +226,87 @@ fn opencode_sessions_mine_from_the_database() {
     let missing = sandbox.run(&["mine", "--mode", "opencode", "--db", "/nonexistent/opencode.db"]);
     assert_eq!(missing.status.code(), Some(3));
 }
+
+/// Issue 7: projects mode — documents first, .gitignore (nested too),
+/// rooms from mempalace.yaml, line ranges, incremental, and `sync`.
+#[test]
+fn projects_mine_documents_first_and_sync_removes_deleted_files() {
+    let sandbox = Sandbox::new();
+    let root = sandbox.dir.path().join("lab-notes");
+    let write = |path: &str, text: &str| {
+        let file = root.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    };
+    write(
+        "mempalace.yaml",
+        "wing: lab\nrooms:\n- name: hardware\n  description: Robot parts\n  keywords: [gripper, servo]\n- name: general\n  description: Other\n  keywords: []\n",
+    );
+    write("README.md", "# Lab notes\n\nEverything about the lab robots lives here.\n");
+    let long: String = (0..12)
+        .map(|i| format!("Section {i}: the centrifuge must be balanced before each run, checked twice.\n\n"))
+        .collect();
+    write("docs/procedures.md", &long);
+    write("docs/.gitignore", "draft.md\n");
+    write("docs/draft.md", "unfinished draft about zeppelins\n");
+    write("notes/gripper-tuning.md", "Tuned the force limit to 12.5 N after the sensor recalibration.\n");
+    write("secret/keys.md", "private keys notes\n");
+    write(".gitignore", "secret/\n");
+    write("src/main.rs", "fn main() { println!(\"quasar\"); }\n");
+    write("node_modules/pkg/readme.md", "dependency readme about nebulas\n");
+    write("Cargo.lock", "# lock\n");
+    let root_arg = root.to_str().unwrap();
+
+    let first = sandbox.json(&["mine", root_arg, "--json"]);
+    assert_eq!(first["failed"], serde_json::json!([]));
+    assert_eq!(first["files"], 3, "README, procedures, gripper notes: {first}");
+    assert_eq!(first["wing"], "lab");
+    let status = sandbox.json(&["status", "--json"]);
+    assert_eq!(status["taxonomy"]["lab"]["hardware"], 1, "{status}");
+    assert!(status["taxonomy"]["lab"]["general"].as_u64().unwrap() >= 3, "the long file is chunked: {status}");
+    for absent in ["zeppelins", "private keys", "quasar", "nebulas"] {
+        assert!(
+            sandbox.json(&["search", absent, "--json"])["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|r| !r["text"].as_str().unwrap().contains(absent)),
+            "{absent}"
+        );
+    }
+    let hit = &sandbox.top("centrifuge balanced section 11")[0];
+    let drawer = sandbox.json(&["get", hit["id"].as_str().unwrap(), "--json"]);
+    assert!(
+        drawer["line_start"].as_u64().unwrap() >= 1
+            && drawer["line_end"].as_u64().unwrap() >= drawer["line_start"].as_u64().unwrap(),
+        "{drawer}"
+    );
+
+    let again = sandbox.json(&["mine", root_arg, "--json"]);
+    assert_eq!((again["drawers_added"].clone(), again["drawers_removed"].clone()), (0.into(), 0.into()), "{again}");
+
+    write("notes/gripper-tuning.md", "Tuned the force limit to 14 N: the new servo is stronger.\n");
+    let changed = sandbox.json(&["mine", root_arg, "--json"]);
+    assert_eq!(
+        (changed["drawers_added"].clone(), changed["drawers_removed"].clone()),
+        (1.into(), 1.into()),
+        "{changed}"
+    );
+
+    let with_code = sandbox.json(&["mine", root_arg, "--include-code", "--no-gitignore", "--dry-run", "--json"]);
+    assert_eq!(with_code["files"], 6, "code, the ignored secret and draft too: {with_code}");
+
+    std::fs::remove_file(root.join("docs/procedures.md")).unwrap();
+    let preview = sandbox.json(&["sync", "--dry-run", "--json"]);
+    assert_eq!(preview["missing"].as_array().unwrap().len(), 1, "{preview}");
+    let before = sandbox.json(&["status", "--json"])["total_drawers"].as_u64().unwrap();
+    assert_eq!(
+        sandbox.json(&["status", "--json"])["total_drawers"].as_u64().unwrap(),
+        before,
+        "a dry run removes nothing"
+    );
+    let synced = sandbox.json(&["sync", "--json"]);
+    let removed = synced["drawers_removed"].as_u64().unwrap();
+    assert!(removed >= 3, "{synced}");
+    assert_eq!(sandbox.json(&["status", "--json"])["total_drawers"].as_u64().unwrap(), before - removed);
+}

@@ -1,0 +1,188 @@
+//! Projects mode: which files of a project tree are mined.
+//!
+//! Docs first: Markdown, reStructuredText, AsciiDoc, Org and text; YAML
+//! and TOML; a few well-known JSON manifests; shell scripts; Dockerfiles,
+//! Makefiles, Justfiles; license, notice, readme and changelog files.
+//! Source code only with `include_code`. Never: lockfiles, VCS and
+//! dependency folders, build output, caches, binaries, files over 10 MB.
+//! `.gitignore` files (nested ones too, and `.ignore`) are honoured unless
+//! switched off; paths listed as `include_ignored` are mined anyway.
+
+use std::path::{Path, PathBuf};
+
+/// Largest file mined.
+pub const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
+
+const DOC_EXTENSIONS: &[&str] = &[
+    "md", "mdx", "markdown", "rst", "adoc", "asciidoc", "org", "txt", "yaml", "yml", "toml", "sh", "bash", "zsh",
+    "fish",
+];
+const JSON_MANIFESTS: &[&str] =
+    &["package.json", "composer.json", "tsconfig.json", "deno.json", "manifest.json", "app.json"];
+const PLAIN_NAMES: &[&str] = &["dockerfile", "makefile", "gnumakefile", "justfile", "containerfile", "procfile"];
+const NAME_PREFIXES: &[&str] =
+    &["license", "licence", "notice", "copying", "readme", "changelog", "authors", "contributing"];
+const CODE_EXTENSIONS: &[&str] = &[
+    "rs", "py", "js", "mjs", "cjs", "ts", "tsx", "jsx", "go", "java", "kt", "kts", "scala", "c", "h", "cc", "cpp",
+    "hpp", "cs", "rb", "php", "swift", "m", "mm", "lua", "sql", "css", "scss", "sass", "less", "html", "vue", "svelte",
+    "ex", "exs", "erl", "hs", "ml", "clj", "dart", "r", "jl", "zig", "nim", "pl", "ps1", "bat", "proto", "graphql",
+    "tf",
+];
+const LOCKFILES: &[&str] = &[
+    "cargo.lock",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "poetry.lock",
+    "pipfile.lock",
+    "go.sum",
+    "composer.lock",
+    "gemfile.lock",
+    "bun.lockb",
+    "uv.lock",
+    "flake.lock",
+    "mix.lock",
+    "pubspec.lock",
+];
+/// Folders never entered.
+pub const SKIPPED_DIRS: &[&str] = &[
+    ".git",
+    ".hg",
+    ".svn",
+    ".venv",
+    "venv",
+    "env",
+    "node_modules",
+    "target",
+    "__pycache__",
+    "build",
+    "dist",
+    "out",
+    ".next",
+    ".nuxt",
+    ".cache",
+    "coverage",
+    ".tox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".gradle",
+    ".idea",
+    ".vscode",
+    "vendor",
+    ".terraform",
+];
+
+/// How a file is treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A document: mined by default.
+    Doc,
+    /// Source code: mined with `include_code`.
+    Code,
+    /// Never mined.
+    Skip,
+}
+
+/// What a file is, by its name.
+pub fn kind(path: &Path) -> Kind {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_lowercase();
+    if LOCKFILES.contains(&name.as_str()) || name.ends_with(".lock") || name == "mempalace.yaml" {
+        return Kind::Skip;
+    }
+    if JSON_MANIFESTS.contains(&name.as_str())
+        || PLAIN_NAMES.iter().any(|p| name == *p || name.starts_with(&format!("{p}.")))
+        || NAME_PREFIXES
+            .iter()
+            .any(|p| name == *p || name.starts_with(&format!("{p}.")) || name.starts_with(&format!("{p}-")))
+    {
+        return Kind::Doc;
+    }
+    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_lowercase();
+    if DOC_EXTENSIONS.contains(&extension.as_str()) {
+        Kind::Doc
+    } else if CODE_EXTENSIONS.contains(&extension.as_str()) {
+        Kind::Code
+    } else {
+        Kind::Skip
+    }
+}
+
+/// How to walk.
+#[derive(Debug, Clone, Default)]
+pub struct WalkOptions {
+    /// Honour `.gitignore` / `.ignore` files.
+    pub gitignore: bool,
+    /// Mine these paths even when ignored.
+    pub include_ignored: Vec<PathBuf>,
+    /// Mine source code too.
+    pub include_code: bool,
+}
+
+/// The files to mine under `root`, sorted.
+pub fn walk(root: &Path, options: &WalkOptions) -> Vec<PathBuf> {
+    let wanted = |path: &Path| match kind(path) {
+        Kind::Doc => true,
+        Kind::Code => options.include_code,
+        Kind::Skip => false,
+    };
+    let build = |start: &Path, gitignore: bool| {
+        let mut builder = ignore::WalkBuilder::new(start);
+        builder
+            .hidden(true)
+            .git_ignore(gitignore)
+            .git_exclude(gitignore)
+            .ignore(gitignore)
+            .git_global(false)
+            .parents(gitignore)
+            .require_git(false)
+            .filter_entry(|entry| {
+                let name = entry.file_name().to_str().unwrap_or("");
+                !(entry.file_type().is_some_and(|t| t.is_dir()) && entry.depth() > 0 && SKIPPED_DIRS.contains(&name))
+            });
+        builder.build()
+    };
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut collect = |start: &Path, gitignore: bool| {
+        for entry in build(start, gitignore).filter_map(Result::ok) {
+            let path = entry.path();
+            let small = entry.metadata().is_ok_and(|m| m.is_file() && m.len() <= MAX_FILE_BYTES);
+            if small && wanted(path) && !files.iter().any(|f| f == path) {
+                files.push(path.to_path_buf());
+            }
+        }
+    };
+    collect(root, options.gitignore);
+    for extra in &options.include_ignored {
+        collect(&root.join(extra), false);
+    }
+    files.sort();
+    files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docs_first() {
+        for doc in [
+            "README.md",
+            "docs/guide.rst",
+            "LICENSE",
+            "Dockerfile",
+            "Makefile",
+            "deploy.sh",
+            "package.json",
+            "conf.yaml",
+        ] {
+            assert_eq!(kind(Path::new(doc)), Kind::Doc, "{doc}");
+        }
+        for code in ["src/main.rs", "app.py", "index.tsx"] {
+            assert_eq!(kind(Path::new(code)), Kind::Code, "{code}");
+        }
+        for skip in ["Cargo.lock", "package-lock.json", "image.png", "data.bin", "random.json", "mempalace.yaml"] {
+            assert_eq!(kind(Path::new(skip)), Kind::Skip, "{skip}");
+        }
+    }
+}
