@@ -6,6 +6,7 @@
 
 mod corpus;
 mod embed;
+mod mine;
 mod palace;
 mod report;
 mod search;
@@ -84,6 +85,21 @@ enum Bench {
         #[arg(long, default_value_t = 300)]
         ingest_chunks: usize,
     },
+    /// Mining throughput of a synthetic transcript corpus, peak RSS, re-run time.
+    Mine {
+        /// Model directory (as `mempalace --model-dir`).
+        #[arg(long, env = "MEMPALACE_MODEL_DIR")]
+        models: PathBuf,
+        /// Transcript files.
+        #[arg(long, default_value_t = 1_000)]
+        files: usize,
+        /// Messages per file.
+        #[arg(long, default_value_t = 10)]
+        messages: usize,
+        /// Embedders to compare.
+        #[arg(long, value_delimiter = ',', default_values_t = ["static".to_string(), "minilm".to_string()])]
+        embedders: Vec<String>,
+    },
     /// (internal) the child process of the RSS measurement.
     #[command(hide = true)]
     EmbedRss {
@@ -129,6 +145,12 @@ fn main() -> Result<()> {
         Bench::Search { models, shared, sizes, static_size, runs, ingest_chunks } => {
             let (summary, samples) = search::run(&models, &shared, &sizes, static_size, runs, ingest_chunks)?;
             let dir = report::write(&cli.results, "search", &command_line, &summary, &samples)?;
+            println!("{}", serde_json::to_string_pretty(&summary)?);
+            println!("recorded in {}", dir.display());
+        }
+        Bench::Mine { models, files, messages, embedders } => {
+            let (summary, samples) = mine::run(&cli.binary, &models, files, messages, &embedders)?;
+            let dir = report::write(&cli.results, "mine", &command_line, &summary, &samples)?;
             println!("{}", serde_json::to_string_pretty(&summary)?);
             println!("recorded in {}", dir.display());
         }

@@ -310,3 +310,41 @@ fn projects_mine_documents_first_and_sync_removes_deleted_files() {
     assert!(removed >= 3, "{synced}");
     assert_eq!(sandbox.json(&["status", "--json"])["total_drawers"].as_u64().unwrap(), before - removed);
 }
+
+/// Exact counts for the golden samples, worked out by reading them: one
+/// header per conversation plus one drawer per exchange (a user turn and
+/// the reply, consecutive assistant lines being one reply).
+#[test]
+fn golden_samples_give_exact_drawer_counts() {
+    let sandbox = Sandbox::new();
+    for (file, expected) in [
+        // user → 3 assistant lines (text, tool calls, results): 1 exchange.
+        ("claude-code/kvsankar__agent-history/claude_golden.jsonl", 2),
+        // user → reply with a shell call; "Thanks!" → reply: 2 exchanges.
+        ("codex/kvsankar__agent-history/codex_golden.jsonl", 3),
+        // user → gemini (tool call); user → gemini: 2 exchanges.
+        ("gemini/kvsankar__agent-history/gemini_golden.json", 3),
+    ] {
+        let summary = sandbox.mine(&formats().join(file));
+        assert_eq!(summary["drawers_added"], expected, "{file}: {summary}");
+    }
+}
+
+/// Two processes mining the same transcripts at once file each drawer once.
+#[test]
+fn concurrent_miners_do_not_duplicate() {
+    let single = Sandbox::new();
+    let expected = single.mine(&formats().join("claude-code"))["drawers_added"].as_u64().unwrap();
+    let sandbox = std::sync::Arc::new(Sandbox::new());
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            let sandbox = std::sync::Arc::clone(&sandbox);
+            std::thread::spawn(move || sandbox.mine(&formats().join("claude-code")))
+        })
+        .collect();
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    assert_eq!(sandbox.json(&["status", "--json"])["total_drawers"].as_u64().unwrap(), expected);
+    assert_eq!(sandbox.json(&["doctor", "--check-only", "--json"])["healthy"], true);
+}
