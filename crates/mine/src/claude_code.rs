@@ -13,9 +13,6 @@ use serde_json::Value;
 use crate::clean::{human_text, tool_call, tool_result};
 use crate::{Conversation, Message, Parsed, Role};
 
-/// Longest title taken from the first prompt.
-const TITLE_CHARS: usize = 80;
-
 #[derive(Default)]
 struct State {
     conversation: Conversation,
@@ -57,11 +54,7 @@ pub fn parse(text: &str, fallback_id: &str) -> Parsed {
     if conversation.session_id.is_empty() {
         conversation.session_id = fallback_id.to_string();
     }
-    let first_prompt = conversation
-        .messages
-        .iter()
-        .find(|m| m.role == Role::User)
-        .map(|m| m.text.lines().next().unwrap_or("").chars().take(TITLE_CHARS).collect::<String>());
+    let first_prompt = crate::first_prompt(&conversation);
     conversation.title = state.custom_title.or(state.ai_title).or(state.summary).or(first_prompt);
     if !conversation.messages.is_empty() {
         parsed.conversations.push(conversation);

@@ -22,9 +22,6 @@ use serde_json::{Map, Value};
 use crate::clean::{human_text, tool_call, tool_result};
 use crate::{Conversation, Message, Parsed, Role};
 
-/// Longest title taken from the first prompt.
-const TITLE_CHARS: usize = 80;
-
 fn items(document: &Value) -> Vec<&Value> {
     match document {
         Value::Array(items) => items.iter().collect(),
@@ -33,11 +30,7 @@ fn items(document: &Value) -> Vec<&Value> {
 }
 
 fn finish(mut conversation: Conversation, title: Option<String>, parsed: &mut Parsed) {
-    let first_prompt = conversation
-        .messages
-        .iter()
-        .find(|m| m.role == Role::User)
-        .map(|m| m.text.lines().next().unwrap_or("").chars().take(TITLE_CHARS).collect::<String>());
+    let first_prompt = crate::first_prompt(&conversation);
     conversation.title = title.filter(|t| !t.trim().is_empty()).or(first_prompt);
     if conversation.messages.is_empty() {
         parsed.skipped += 1;

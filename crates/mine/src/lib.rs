@@ -188,6 +188,18 @@ pub fn parse(format: Format, text: &str, fallback_id: &str) -> Parsed {
     }
 }
 
+/// Longest title taken from a first prompt.
+const TITLE_CHARS: usize = 80;
+
+/// The first line of the first human message, as a fallback title.
+pub(crate) fn first_prompt(conversation: &Conversation) -> Option<String> {
+    conversation
+        .messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .map(|m| m.text.lines().next().unwrap_or("").chars().take(TITLE_CHARS).collect::<String>())
+}
+
 /// The synthetic header that makes title, directory and date searchable.
 pub fn header(conversation: &Conversation) -> String {
     let mut lines = vec![format!("Conversation: {}", conversation.title.as_deref().unwrap_or("(untitled)"))];

@@ -157,11 +157,7 @@ fn session(
         conversation.messages.push(Message { role, text, timestamp: ms_to_text(time), id: message_id, speaker: None });
     }
     if conversation.title.is_none() {
-        conversation.title = conversation
-            .messages
-            .iter()
-            .find(|m| m.role == Role::User)
-            .map(|m| m.text.lines().next().unwrap_or("").chars().take(80).collect());
+        conversation.title = crate::first_prompt(&conversation);
     }
     Ok(conversation)
 }

@@ -84,6 +84,23 @@ pub struct MineArgs {
     json: bool,
 }
 
+/// The wing of a conversation: the one asked for, else its directory's
+/// normalised name, else `conversations`.
+fn wing_for(fixed: Option<&Wing>, conversation: &Conversation) -> Result<Wing> {
+    if let Some(wing) = fixed {
+        return Ok(wing.clone());
+    }
+    let from_cwd = conversation
+        .cwd
+        .as_deref()
+        .and_then(|cwd| Path::new(cwd).file_name().and_then(|n| n.to_str()))
+        .and_then(|name| Wing::parse(&normalize_wing_name(name)).ok());
+    Ok(match from_cwd {
+        Some(wing) => wing,
+        None => Wing::parse("conversations")?,
+    })
+}
+
 /// A Slack export folder: it holds `users.json` or `channels.json`.
 fn is_slack_export(dir: &Path) -> bool {
     dir.join("users.json").is_file() || dir.join("channels.json").is_file()
@@ -273,15 +290,7 @@ pub fn mine_file(palace: &Palace, file: &Path, options: &FileOptions<'_>) -> Res
     let mut first_wing = None;
     let (mut human_messages, mut last_human) = (0, None);
     for conversation in &parsed.conversations {
-        let wing = match options.wing {
-            Some(wing) => wing.clone(),
-            None => conversation
-                .cwd
-                .as_deref()
-                .and_then(|cwd| Path::new(cwd).file_name().and_then(|n| n.to_str()))
-                .and_then(|name| Wing::parse(&normalize_wing_name(name)).ok())
-                .unwrap_or(Wing::parse("conversations")?),
-        };
+        let wing = wing_for(options.wing, conversation)?;
         for message in conversation.messages.iter().filter(|m| m.role == mempalace_mine::Role::User) {
             human_messages += 1;
             last_human = Some(message.text.clone());
@@ -336,15 +345,7 @@ fn run_opencode(palace: &Palace, args: &MineArgs) -> Result<()> {
     let mut sessions = 0;
     for conversation in conversations {
         sessions += 1;
-        let wing = match &fixed_wing {
-            Some(wing) => wing.clone(),
-            None => conversation
-                .cwd
-                .as_deref()
-                .and_then(|cwd| Path::new(cwd).file_name().and_then(|n| n.to_str()))
-                .and_then(|name| Wing::parse(&normalize_wing_name(name)).ok())
-                .unwrap_or(Wing::parse("conversations")?),
-        };
+        let wing = wing_for(fixed_wing.as_ref(), conversation)?;
         let source = format!("opencode:{db_name}#{}", conversation.session_id);
         let units = requests(conversation, &source, &wing, &room, &args.agent, "opencode");
         would_file += units.len();
