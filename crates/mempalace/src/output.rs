@@ -38,3 +38,39 @@ pub fn note(text: impl AsRef<str>) {
     // Nothing useful can be done if stderr itself is closed.
     let _ = writeln!(stderr, "{}", text.as_ref());
 }
+
+/// A one-line progress display on stderr, redrawn in place; silent when
+/// stderr is not a terminal (logs and CI stay clean).
+pub struct Progress {
+    total: usize,
+    started: std::time::Instant,
+    enabled: bool,
+}
+
+impl Progress {
+    /// Progress over `total` items.
+    pub fn new(total: usize) -> Self {
+        use std::io::IsTerminal;
+        Self { total, started: std::time::Instant::now(), enabled: io::stderr().is_terminal() && total > 1 }
+    }
+
+    /// Shows `done` items and `drawers` filed so far.
+    pub fn update(&self, done: usize, drawers: usize) {
+        if !self.enabled {
+            return;
+        }
+        let seconds = self.started.elapsed().as_secs_f64().max(0.001);
+        let rate = drawers as f64 / seconds;
+        let eta = if done == 0 { 0.0 } else { seconds / done as f64 * (self.total - done.min(self.total)) as f64 };
+        let mut stderr = io::stderr().lock();
+        let _ = write!(stderr, "\r\x1b[2Kfiles {done}/{}  drawers {drawers}  {rate:.0}/s  ETA {eta:.0} s", self.total);
+        let _ = stderr.flush();
+    }
+
+    /// Ends the line.
+    pub fn finish(&self) {
+        if self.enabled {
+            let _ = writeln!(io::stderr().lock());
+        }
+    }
+}

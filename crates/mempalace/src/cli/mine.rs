@@ -413,7 +413,9 @@ fn run_project(palace: &Palace, args: &MineArgs) -> Result<()> {
     }
     let (mut read, mut failed) = (0, Vec::<Value>::new());
     let (mut added, mut unchanged, mut removed, mut would_file) = (0, 0, 0, 0);
-    for file in &files {
+    let progress = output::Progress::new(files.len());
+    for (done, file) in files.iter().enumerate() {
+        progress.update(done, added);
         let source = file.display().to_string();
         let text = match std::fs::read(file).map(String::from_utf8) {
             Ok(Ok(text)) if !text.contains('\0') => text,
@@ -467,6 +469,7 @@ fn run_project(palace: &Palace, args: &MineArgs) -> Result<()> {
             Err(error) => failed.push(json!({"file": source, "error": error.to_string()})),
         }
     }
+    progress.finish();
     let summary = json!({
         "files": files.len(), "read": read, "failed": failed, "wing": wing.as_str(),
         "drawers_added": added, "drawers_unchanged": unchanged, "drawers_removed": removed,
@@ -516,7 +519,9 @@ pub fn run(palace: &Palace, args: MineArgs) -> Result<()> {
     let options = FileOptions { wing: fixed_wing.as_ref(), room: &room, agent: &args.agent, dry_run: args.dry_run };
     let (mut read, mut skipped, mut failed) = (0, 0, Vec::<Value>::new());
     let (mut added, mut unchanged, mut removed, mut would_file, mut records_skipped) = (0, 0, 0, 0, 0);
-    for file in &files {
+    let progress = output::Progress::new(files.len());
+    for (done, file) in files.iter().enumerate() {
+        progress.update(done, added);
         let source = file.display().to_string();
         match mine_file(palace, file, &options)? {
             FileOutcome::Mined { filing, would_file: count, records_skipped: bad, .. } => {
@@ -526,12 +531,7 @@ pub fn run(palace: &Palace, args: MineArgs) -> Result<()> {
                 removed += filing.removed;
                 would_file += count;
                 records_skipped += bad;
-                if !args.json && !args.dry_run {
-                    output::note(format!(
-                        "{source}: {} new, {} unchanged, {} replaced",
-                        filing.added, filing.unchanged, filing.removed
-                    ));
-                }
+                tracing::info!(file = %source, added = filing.added, unchanged = filing.unchanged, replaced = filing.removed, "mined");
             }
             FileOutcome::NotTranscript => {
                 skipped += 1;
@@ -540,6 +540,7 @@ pub fn run(palace: &Palace, args: MineArgs) -> Result<()> {
             FileOutcome::Failed(error) => failed.push(json!({"file": source, "error": error})),
         }
     }
+    progress.finish();
     let summary = json!({
         "files": files.len(), "read": read, "skipped": skipped, "failed": failed,
         "drawers_added": added, "drawers_unchanged": unchanged, "drawers_removed": removed,
