@@ -391,7 +391,7 @@ fn session_id(now: &Timestamp, salt: &str) -> String {
 }
 
 /// What filing one source (a file) did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SourceFiling {
     /// Drawers new to the palace.
     pub added: usize,
@@ -399,6 +399,14 @@ pub struct SourceFiling {
     pub unchanged: usize,
     /// Drawers of an earlier version of the source that were removed.
     pub removed: usize,
+}
+
+impl std::ops::AddAssign for SourceFiling {
+    fn add_assign(&mut self, other: Self) {
+        self.added += other.added;
+        self.unchanged += other.unchanged;
+        self.removed += other.removed;
+    }
 }
 
 impl Palace {

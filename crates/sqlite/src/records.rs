@@ -495,28 +495,7 @@ pub(crate) fn import_record(tx: &Transaction<'_>, record: &PalaceRecord) -> Stor
                 .ctx("importing an identity")?;
             Ok(counted(changed))
         }
-        PalaceRecord::Entity(entity) => {
-            ensure_workspace(tx, &entity.workspace_id, &entity.created_at)?;
-            let changed = tx
-                .prepare_cached(
-                    "INSERT INTO entities (workspace_id, id, name, entity_type, properties, embedding_model, \
-                     embedding, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
-                )
-                .and_then(|mut stmt| {
-                    stmt.execute(params![
-                        entity.workspace_id.as_str(),
-                        entity.id,
-                        entity.name,
-                        entity.entity_type,
-                        to_json_text(&entity.properties),
-                        entity.embedding.as_ref().map(|e| e.model.clone()),
-                        entity.embedding.as_ref().map(|e| vector_to_blob(&e.vector)),
-                        ts(&entity.created_at),
-                    ])
-                })
-                .ctx("importing an entity")?;
-            Ok(counted(changed))
-        }
+        PalaceRecord::Entity(entity) => Ok(counted(crate::kg::add_entities(tx, std::slice::from_ref(entity))?)),
         PalaceRecord::Triple(triple) => {
             ensure_workspace(tx, &triple.workspace_id, &triple.created_at)?;
             let changed = tx

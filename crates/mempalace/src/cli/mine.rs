@@ -15,6 +15,7 @@ use clap::{Args, ValueEnum};
 use mempalace_core::name::normalize_wing_name;
 use mempalace_core::time::{DayEdge, parse_timestamp};
 use mempalace_core::{Room, Wing};
+use mempalace_engine::drawers::SourceFiling;
 use mempalace_engine::{IngestRequest, Palace};
 use mempalace_mine::{Conversation, Format, detect, detect_plain_text, header, parse, units};
 use serde_json::{Value, json};
@@ -182,7 +183,7 @@ pub enum FileOutcome {
     /// Read and filed (or counted, in a dry run).
     Mined {
         /// Drawers filed, unchanged, removed.
-        filing: mempalace_engine::drawers::SourceFiling,
+        filing: SourceFiling,
         /// Drawers a dry run would file.
         would_file: usize,
         /// Records skipped inside the file.
@@ -215,7 +216,7 @@ fn mine_slack(palace: &Palace, dir: &Path, options: &FileOptions<'_>) -> Result<
             .and_then(|n| Wing::parse(&normalize_wing_name(n)).ok())
             .unwrap_or(Wing::parse("slack")?),
     };
-    let mut total = mempalace_engine::drawers::SourceFiling::default();
+    let mut total = SourceFiling::default();
     let (mut would_file, mut bad_days, mut human_messages) = (0, 0, 0);
     for channel in channels {
         let name = channel.file_name().and_then(|n| n.to_str()).unwrap_or("channel").to_string();
@@ -239,9 +240,7 @@ fn mine_slack(palace: &Palace, dir: &Path, options: &FileOptions<'_>) -> Result<
         would_file += units.len();
         if !options.dry_run {
             let filing = palace.file_source(&source, units)?;
-            total.added += filing.added;
-            total.unchanged += filing.unchanged;
-            total.removed += filing.removed;
+            total += filing;
         }
     }
     Ok(FileOutcome::Mined {
@@ -301,7 +300,7 @@ pub fn mine_file(palace: &Palace, file: &Path, options: &FileOptions<'_>) -> Res
     let wing = first_wing.unwrap_or(Wing::parse("conversations")?);
     let would_file = requests_for_file.len();
     let filing = if options.dry_run {
-        mempalace_engine::drawers::SourceFiling::default()
+        SourceFiling::default()
     } else {
         match palace.file_source(&source, requests_for_file) {
             Ok(filing) => filing,
@@ -340,7 +339,7 @@ fn run_opencode(palace: &Palace, args: &MineArgs) -> Result<()> {
     let room = Room::parse(&args.room)?;
     let fixed_wing = args.wing.as_deref().map(Wing::parse).transpose()?;
     let db_name = db.canonicalize().unwrap_or(db.clone()).display().to_string();
-    let (mut added, mut unchanged, mut removed, mut would_file) = (0, 0, 0, 0);
+    let (mut total, mut would_file) = (SourceFiling::default(), 0);
     let conversations = read.conversations.iter().take(args.limit.unwrap_or(usize::MAX));
     let mut sessions = 0;
     for conversation in conversations {
@@ -351,23 +350,23 @@ fn run_opencode(palace: &Palace, args: &MineArgs) -> Result<()> {
         would_file += units.len();
         if !args.dry_run {
             let filing = palace.file_source(&source, units)?;
-            added += filing.added;
-            unchanged += filing.unchanged;
-            removed += filing.removed;
+            total += filing;
         }
     }
     let summary = json!({
         "sessions": sessions, "sessions_skipped": read.skipped_sessions,
-        "drawers_added": added, "drawers_unchanged": unchanged, "drawers_removed": removed,
+        "drawers_added": total.added, "drawers_unchanged": total.unchanged, "drawers_removed": total.removed,
         "dry_run": args.dry_run, "would_file": would_file, "seconds": started.elapsed().as_secs_f64(),
     });
     if args.json {
         output::json(&summary)?;
     } else {
         output::line(format!(
-            "{sessions} opencode sessions ({} skipped); drawers {} added, {unchanged} unchanged, {removed} replaced",
+            "{sessions} opencode sessions ({} skipped); drawers {} added, {} unchanged, {} replaced",
             read.skipped_sessions,
-            if args.dry_run { would_file } else { added }
+            if args.dry_run { would_file } else { total.added },
+            total.unchanged,
+            total.removed
         ))?;
     }
     Ok(())
@@ -412,10 +411,10 @@ fn run_project(palace: &Palace, args: &MineArgs) -> Result<()> {
         files.truncate(limit);
     }
     let (mut read, mut failed) = (0, Vec::<Value>::new());
-    let (mut added, mut unchanged, mut removed, mut would_file) = (0, 0, 0, 0);
+    let (mut total, mut would_file) = (SourceFiling::default(), 0);
     let progress = output::Progress::new(files.len());
     for (done, file) in files.iter().enumerate() {
-        progress.update(done, added);
+        progress.update(done, total.added);
         let source = file.display().to_string();
         let text = match std::fs::read(file).map(String::from_utf8) {
             Ok(Ok(text)) if !text.contains('\0') => text,
@@ -462,9 +461,7 @@ fn run_project(palace: &Palace, args: &MineArgs) -> Result<()> {
         }
         match palace.file_source(&source, requests) {
             Ok(filing) => {
-                added += filing.added;
-                unchanged += filing.unchanged;
-                removed += filing.removed;
+                total += filing;
             }
             Err(error) => failed.push(json!({"file": source, "error": error.to_string()})),
         }
@@ -472,17 +469,19 @@ fn run_project(palace: &Palace, args: &MineArgs) -> Result<()> {
     progress.finish();
     let summary = json!({
         "files": files.len(), "read": read, "failed": failed, "wing": wing.as_str(),
-        "drawers_added": added, "drawers_unchanged": unchanged, "drawers_removed": removed,
+        "drawers_added": total.added, "drawers_unchanged": total.unchanged, "drawers_removed": total.removed,
         "dry_run": args.dry_run, "would_file": would_file, "seconds": started.elapsed().as_secs_f64(),
     });
     if args.json {
         output::json(&summary)?;
     } else {
         output::line(format!(
-            "{} files in wing {wing}: {read} read, {} failed; drawers {} added, {unchanged} unchanged, {removed} replaced ({:.1} s)",
+            "{} files in wing {wing}: {read} read, {} failed; drawers {} added, {} unchanged, {} replaced ({:.1} s)",
             files.len(),
             failed.len(),
-            if args.dry_run { would_file } else { added },
+            if args.dry_run { would_file } else { total.added },
+            total.unchanged,
+            total.removed,
             started.elapsed().as_secs_f64()
         ))?;
     }
@@ -518,17 +517,15 @@ pub fn run(palace: &Palace, args: MineArgs) -> Result<()> {
     let fixed_wing = args.wing.as_deref().map(Wing::parse).transpose()?;
     let options = FileOptions { wing: fixed_wing.as_ref(), room: &room, agent: &args.agent, dry_run: args.dry_run };
     let (mut read, mut skipped, mut failed) = (0, 0, Vec::<Value>::new());
-    let (mut added, mut unchanged, mut removed, mut would_file, mut records_skipped) = (0, 0, 0, 0, 0);
+    let (mut total, mut would_file, mut records_skipped) = (SourceFiling::default(), 0, 0);
     let progress = output::Progress::new(files.len());
     for (done, file) in files.iter().enumerate() {
-        progress.update(done, added);
+        progress.update(done, total.added);
         let source = file.display().to_string();
         match mine_file(palace, file, &options)? {
             FileOutcome::Mined { filing, would_file: count, records_skipped: bad, .. } => {
                 read += 1;
-                added += filing.added;
-                unchanged += filing.unchanged;
-                removed += filing.removed;
+                total += filing;
                 would_file += count;
                 records_skipped += bad;
                 tracing::info!(file = %source, added = filing.added, unchanged = filing.unchanged, replaced = filing.removed, "mined");
@@ -543,7 +540,7 @@ pub fn run(palace: &Palace, args: MineArgs) -> Result<()> {
     progress.finish();
     let summary = json!({
         "files": files.len(), "read": read, "skipped": skipped, "failed": failed,
-        "drawers_added": added, "drawers_unchanged": unchanged, "drawers_removed": removed,
+        "drawers_added": total.added, "drawers_unchanged": total.unchanged, "drawers_removed": total.removed,
         "records_skipped": records_skipped, "dry_run": args.dry_run, "would_file": would_file,
         "seconds": started.elapsed().as_secs_f64(),
     });
@@ -551,10 +548,12 @@ pub fn run(palace: &Palace, args: MineArgs) -> Result<()> {
         output::json(&summary)?;
     } else {
         output::line(format!(
-            "{} files: {read} read, {skipped} not transcripts, {} failed; drawers {} added, {unchanged} unchanged, {removed} replaced ({:.1} s)",
+            "{} files: {read} read, {skipped} not transcripts, {} failed; drawers {} added, {} unchanged, {} replaced ({:.1} s)",
             files.len(),
             failed.len(),
-            if args.dry_run { would_file } else { added },
+            if args.dry_run { would_file } else { total.added },
+            total.unchanged,
+            total.removed,
             started.elapsed().as_secs_f64()
         ))?;
         for failure in &failed {

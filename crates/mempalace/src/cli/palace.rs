@@ -1,6 +1,5 @@
 //! `init`, `status` and `doctor`: the palace as a whole.
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
 
@@ -102,16 +101,8 @@ pub fn status(palace: &Palace, args: StatusArgs) -> Result<()> {
     let status = palace.status()?;
     let taxonomy = &status.taxonomy;
     if args.json {
-        let mut rooms: BTreeMap<&str, u64> = BTreeMap::new();
-        for wing in taxonomy.wings.values() {
-            for (room, count) in &wing.rooms {
-                *rooms.entry(room).or_default() += count;
-            }
-        }
-        let wings: BTreeMap<&str, u64> =
-            taxonomy.wings.iter().map(|(name, wing)| (name.as_str(), wing.drawers)).collect();
-        let nested: BTreeMap<&str, &BTreeMap<String, u64>> =
-            taxonomy.wings.iter().map(|(name, wing)| (name.as_str(), &wing.rooms)).collect();
+        let (wings, rooms) = mempalace_mcp::shapes::wing_and_room_counts(taxonomy);
+        let nested = mempalace_mcp::shapes::taxonomy(taxonomy);
         output::json(&json!({
             "palace_path": status.storage.location,
             "backend": status.storage.backend,
