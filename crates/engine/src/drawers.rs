@@ -409,38 +409,84 @@ impl std::ops::AddAssign for SourceFiling {
     }
 }
 
+/// What filing a source did, and the drawers of each request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SourceFiled {
+    /// Counts.
+    pub filing: SourceFiling,
+    /// The drawers filed or found for each request, in request order.
+    pub drawers: Vec<Vec<DrawerId>>,
+}
+
 impl Palace {
     /// Files the drawers of one source (`requests` all name it as their
     /// `source_file`) and removes that source's earlier drawers that the new
     /// version no longer has: a changed file's drawers are replaced, an
     /// unchanged one files nothing and embeds nothing.
-    pub fn file_source(&self, source_file: &str, requests: Vec<IngestRequest>) -> EngineResult<SourceFiling> {
+    pub fn file_source(&self, source_file: &str, requests: Vec<IngestRequest>) -> EngineResult<SourceFiled> {
         let filter = mempalace_store::DrawerFilter { source_file: Some(source_file.to_string()), ..Default::default() };
         let before: HashSet<DrawerId> = self.store().filtered_ids(self.workspace(), &filter)?.into_iter().collect();
-        let mut filing = SourceFiling::default();
-        let mut kept: HashSet<DrawerId> = HashSet::new();
+        let mut filed = self.file_requests(requests)?;
+        let kept: HashSet<&DrawerId> = filed.drawers.iter().flatten().collect();
+        let stale: Vec<DrawerId> = before.iter().filter(|id| !kept.contains(id)).cloned().collect();
+        filed.filing.removed = self.remove_drawers(&stale)?;
+        Ok(filed)
+    }
+
+    /// Files the drawers read from the end of a growing source, keeping the
+    /// source's earlier drawers except those of `reread`: the drawers an
+    /// earlier run filed from the part read again, which the new filing
+    /// removes unless it files them again (an exchange completed by its
+    /// reply replaces its one-turn drawer).
+    pub fn file_source_tail(&self, requests: Vec<IngestRequest>, reread: &[DrawerId]) -> EngineResult<SourceFiled> {
+        let mut filed = self.file_requests(requests)?;
+        let kept: HashSet<&DrawerId> = filed.drawers.iter().flatten().collect();
+        let stale: Vec<DrawerId> = reread.iter().filter(|id| !kept.contains(id)).cloned().collect();
+        filed.filing.removed = self.remove_drawers(&stale)?;
+        Ok(filed)
+    }
+
+    /// The miner's cursor of a source (see `StoreRead::source_cursor`).
+    pub fn source_cursor(&self, source: &str) -> EngineResult<Option<String>> {
+        Ok(self.store().source_cursor(self.workspace(), source)?)
+    }
+
+    /// Stores or forgets the miner's cursor of a source.
+    pub fn set_source_cursor(&self, source: &str, cursor: Option<&str>) -> EngineResult<()> {
+        Ok(self.store().set_source_cursor(self.workspace(), source, cursor, self.now())?)
+    }
+
+    fn file_requests(&self, requests: Vec<IngestRequest>) -> EngineResult<SourceFiled> {
+        let mut filed = SourceFiled::default();
         for chunk in requests.chunks(64) {
             for report in self.ingest_batch(chunk.to_vec()) {
+                let mut ids = Vec::new();
                 for outcome in report?.chunks {
                     match outcome {
                         ChunkOutcome::Filed(id) => {
-                            filing.added += 1;
-                            kept.insert(id);
+                            filed.filing.added += 1;
+                            ids.push(id);
                         }
                         ChunkOutcome::AlreadyFiled(id) | ChunkOutcome::Duplicate { existing: id, .. } => {
-                            filing.unchanged += 1;
-                            kept.insert(id);
+                            filed.filing.unchanged += 1;
+                            ids.push(id);
                         }
                     }
                 }
+                filed.drawers.push(ids);
             }
         }
-        for stale in before.difference(&kept) {
-            if self.store().delete_drawer(self.workspace(), stale)? {
-                filing.removed += 1;
+        Ok(filed)
+    }
+
+    fn remove_drawers(&self, ids: &[DrawerId]) -> EngineResult<usize> {
+        let mut removed = 0;
+        for id in ids {
+            if self.store().delete_drawer(self.workspace(), id)? {
+                removed += 1;
             }
         }
-        Ok(filing)
+        Ok(removed)
     }
 }
 

@@ -6,12 +6,19 @@
 //! `text` blocks, with `tool_use` blocks summarised on one line; one reply
 //! split over several lines (same `message.id`) is one message. Tool
 //! results (user lines holding only `tool_result` blocks) are trimmed and
-//! kept with the reply that asked for them. File order is the order.
+//! kept with the reply that asked for them. File order is the order, except
+//! in a branched session (the user rewound or edited a prompt: two prompts
+//! share a parent): there only the branch of the last record is kept, by
+//! following `parentUuid` (or `logicalParentUuid` across a compaction) back
+//! from it. Every record's place in that tree is reported in
+//! [`Parsed::links`], so a tail read can tell an append from a rewind.
 
 use serde_json::Value;
 
 use crate::clean::{human_text, tool_call, tool_result};
-use crate::{Conversation, Message, Parsed, Role};
+use std::collections::{HashMap, HashSet};
+
+use crate::{Conversation, Link, Message, Parsed, Role};
 
 #[derive(Default)]
 struct State {
@@ -24,15 +31,15 @@ struct State {
 
 /// Parses one file's text.
 pub fn parse(text: &str, fallback_id: &str) -> Parsed {
+    parse_from(text, fallback_id, 1)
+}
+
+/// Parses the lines of a file from line `first_line` (1-based) on: `text`
+/// starts at that line, so ids and line numbers match a whole read.
+pub fn parse_from(text: &str, fallback_id: &str, first_line: usize) -> Parsed {
     let mut parsed = Parsed::default();
     let mut state = State::default();
-    let export = text
-        .trim_start()
-        .starts_with('{')
-        .then(|| serde_json::from_str::<Value>(text).ok())
-        .flatten()
-        .filter(|document| document.get("loglines").is_some());
-    if let Some(document) = export {
+    if let Some(document) = export_document(text) {
         for (n, record) in document["loglines"].as_array().into_iter().flatten().enumerate() {
             record_into(record, n + 1, &mut state, &mut parsed);
         }
@@ -41,16 +48,19 @@ pub fn parse(text: &str, fallback_id: &str) -> Parsed {
             if line.trim().is_empty() {
                 continue;
             }
+            let number = n + first_line;
             match serde_json::from_str::<Value>(line) {
-                Ok(record) => record_into(&record, n + 1, &mut state, &mut parsed),
+                Ok(record) => record_into(&record, number, &mut state, &mut parsed),
                 Err(_) => {
                     parsed.skipped += 1;
-                    parsed.malformed.push(n + 1);
+                    parsed.malformed.push(number);
                 }
             }
         }
     }
     let mut conversation = state.conversation;
+    parsed.skipped += keep_last_branch(&mut conversation.messages, &parsed.links);
+    parsed.titled = state.custom_title.is_some() || state.ai_title.is_some() || state.summary.is_some();
     if conversation.session_id.is_empty() {
         conversation.session_id = fallback_id.to_string();
     }
@@ -60,6 +70,20 @@ pub fn parse(text: &str, fallback_id: &str) -> Parsed {
         parsed.conversations.push(conversation);
     }
     parsed
+}
+
+/// The `{"loglines": [...]}` export (one JSON document), if `text` is one.
+fn export_document(text: &str) -> Option<Value> {
+    text.trim_start()
+        .starts_with('{')
+        .then(|| serde_json::from_str::<Value>(text).ok())
+        .flatten()
+        .filter(|document| document.get("loglines").is_some())
+}
+
+/// Whether `text` is the `{"loglines": [...]}` export rather than session JSONL.
+pub fn is_export(text: &str) -> bool {
+    export_document(text).is_some()
 }
 
 fn text_of(value: &Value) -> Option<String> {
@@ -72,6 +96,12 @@ fn record_into(record: &Value, line: usize, state: &mut State, parsed: &mut Pars
         return;
     };
     let kind = object.get("type").and_then(Value::as_str).unwrap_or("");
+    if let Some(uuid) = record["uuid"].as_str()
+        && record["isSidechain"].as_bool() != Some(true)
+    {
+        let parent = record["parentUuid"].as_str().or(record["logicalParentUuid"].as_str());
+        parsed.links.push(Link { line, uuid: uuid.to_string(), parent: parent.map(str::to_string) });
+    }
     match kind {
         "custom-title" => state.custom_title = text_of(&record["customTitle"]).or(state.custom_title.take()),
         "ai-title" => state.ai_title = text_of(&record["aiTitle"]).or(state.ai_title.take()),
@@ -99,16 +129,16 @@ fn record_into(record: &Value, line: usize, state: &mut State, parsed: &mut Pars
             let id = record["uuid"].as_str().map_or_else(|| format!("line-{line}"), str::to_string);
             let timestamp = text_of(&record["timestamp"]);
             if kind == "user" {
-                user(record, id, timestamp, state, parsed);
+                user(record, id, timestamp, line, state, parsed);
             } else {
-                assistant(record, id, timestamp, state, parsed);
+                assistant(record, id, timestamp, line, state, parsed);
             }
         }
         _ => parsed.skipped += 1,
     }
 }
 
-fn user(record: &Value, id: String, timestamp: Option<String>, state: &mut State, parsed: &mut Parsed) {
+fn user(record: &Value, id: String, timestamp: Option<String>, line: usize, state: &mut State, parsed: &mut Parsed) {
     let content = &record["message"]["content"];
     let mut texts = Vec::new();
     let mut results = Vec::new();
@@ -141,10 +171,17 @@ fn user(record: &Value, id: String, timestamp: Option<String>, state: &mut State
         return;
     }
     state.last_message_id = None;
-    state.conversation.messages.push(Message { role: Role::User, text, timestamp, id, speaker: None });
+    state.conversation.messages.push(Message { role: Role::User, text, timestamp, id, speaker: None, line });
 }
 
-fn assistant(record: &Value, id: String, timestamp: Option<String>, state: &mut State, parsed: &mut Parsed) {
+fn assistant(
+    record: &Value,
+    id: String,
+    timestamp: Option<String>,
+    line: usize,
+    state: &mut State,
+    parsed: &mut Parsed,
+) {
     let message = &record["message"];
     let mut parts = Vec::new();
     match &message["content"] {
@@ -179,7 +216,52 @@ fn assistant(record: &Value, id: String, timestamp: Option<String>, state: &mut 
         return;
     }
     state.last_message_id = reply_id;
-    messages.push(Message { role: Role::Assistant, text, timestamp, id, speaker: None });
+    messages.push(Message { role: Role::Assistant, text, timestamp, id, speaker: None, line });
+}
+
+/// In a branched session, drops the messages of abandoned branches and
+/// returns how many it dropped. A branch starts where two human prompts
+/// share a parent (an edit or a rewind); the live branch is the one that
+/// holds the last record. Forks of other records (parallel tool results)
+/// are not branches and keep file order.
+fn keep_last_branch(messages: &mut Vec<Message>, links: &[Link]) -> usize {
+    let prompts: HashSet<&str> = messages.iter().filter(|m| m.role == Role::User).map(|m| m.id.as_str()).collect();
+    let mut children: HashMap<&str, Vec<&str>> = HashMap::new();
+    for link in links {
+        if let Some(parent) = &link.parent {
+            children.entry(parent.as_str()).or_default().push(link.uuid.as_str());
+        }
+    }
+    let forks: Vec<&Vec<&str>> =
+        children.values().filter(|kids| kids.iter().filter(|kid| prompts.contains(*kid)).count() > 1).collect();
+    let Some(leaf) = links.last() else { return 0 };
+    if forks.is_empty() {
+        return 0;
+    }
+    let parents: HashMap<&str, Option<&str>> =
+        links.iter().map(|link| (link.uuid.as_str(), link.parent.as_deref())).collect();
+    let mut live: HashSet<&str> = HashSet::new();
+    let mut at = Some(leaf.uuid.as_str());
+    while let Some(uuid) = at {
+        if !live.insert(uuid) {
+            break; // a cycle in a damaged file
+        }
+        at = parents.get(uuid).copied().flatten();
+    }
+    let mut dead: HashSet<&str> = HashSet::new();
+    let mut queue: Vec<&str> = forks
+        .iter()
+        .flat_map(|kids| kids.iter().copied())
+        .filter(|kid| prompts.contains(kid) && !live.contains(kid))
+        .collect();
+    while let Some(uuid) = queue.pop() {
+        if dead.insert(uuid) {
+            queue.extend(children.get(uuid).into_iter().flatten().copied());
+        }
+    }
+    let before = messages.len();
+    messages.retain(|m| !dead.contains(m.id.as_str()));
+    before - messages.len()
 }
 
 #[cfg(test)]

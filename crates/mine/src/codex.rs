@@ -15,6 +15,12 @@ use crate::{Conversation, Message, Parsed, Role};
 
 /// Parses one file's text.
 pub fn parse(text: &str, fallback_id: &str) -> Parsed {
+    parse_from(text, fallback_id, 1)
+}
+
+/// Parses the lines of a file from line `first_line` (1-based) on: `text`
+/// starts at that line, so ids and line numbers match a whole read.
+pub fn parse_from(text: &str, fallback_id: &str, first_line: usize) -> Parsed {
     let mut parsed = Parsed::default();
     let mut conversation = Conversation::default();
     let mut title: Option<String> = None;
@@ -30,13 +36,14 @@ pub fn parse(text: &str, fallback_id: &str) -> Parsed {
             }
             Err(_) => {
                 parsed.skipped += 1;
-                parsed.malformed.push(n + 1);
+                parsed.malformed.push(n + first_line);
                 continue;
             }
         };
         let payload = record.get("payload").cloned().unwrap_or(Value::Null);
         let timestamp = record.get("timestamp").and_then(Value::as_str).map(str::to_string);
-        let id = format!("line-{}", n + 1);
+        let number = n + first_line;
+        let id = format!("line-{number}");
         match record.get("type").and_then(Value::as_str) {
             Some("session_meta") => {
                 if conversation.session_id.is_empty() {
@@ -56,7 +63,7 @@ pub fn parse(text: &str, fallback_id: &str) -> Parsed {
                 title = payload["thread_name"].as_str().or(payload["name"].as_str()).map(str::to_string).or(title);
             }
             Some("response_item") => {
-                if let Some(message) = item(&payload, id, timestamp) {
+                if let Some(message) = item(&payload, id, timestamp, number) {
                     push(&mut conversation.messages, message);
                 } else {
                     parsed.skipped += 1;
@@ -69,6 +76,7 @@ pub fn parse(text: &str, fallback_id: &str) -> Parsed {
         conversation.session_id = fallback_id.to_string();
     }
     let first_prompt = crate::first_prompt(&conversation);
+    parsed.titled = title.is_some();
     conversation.title = title.or(first_prompt);
     if !conversation.messages.is_empty() {
         parsed.conversations.push(conversation);
@@ -93,7 +101,7 @@ fn texts(content: &Value) -> String {
     content.as_array().into_iter().flatten().filter_map(|block| block["text"].as_str()).collect::<Vec<_>>().join("\n")
 }
 
-fn item(payload: &Value, id: String, timestamp: Option<String>) -> Option<Message> {
+fn item(payload: &Value, id: String, timestamp: Option<String>, line: usize) -> Option<Message> {
     let (role, text) = match payload["type"].as_str()? {
         "message" => match payload["role"].as_str()? {
             "user" => (Role::User, human_text(&texts(&payload["content"]))),
@@ -113,7 +121,7 @@ fn item(payload: &Value, id: String, timestamp: Option<String>) -> Option<Messag
         "function_call_output" | "custom_tool_call_output" => (Role::Assistant, tool_result(&payload["output"])?),
         _ => return None,
     };
-    (!text.is_empty()).then_some(Message { role, text, timestamp, id, speaker: None })
+    (!text.is_empty()).then_some(Message { role, text, timestamp, id, speaker: None, line })
 }
 
 #[cfg(test)]

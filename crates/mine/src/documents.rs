@@ -117,6 +117,7 @@ pub fn chatgpt(document: &Value, fallback_id: &str) -> Parsed {
                     timestamp: epoch(&message["create_time"]).or_else(|| created.clone()),
                     id: message["id"].as_str().or(node["id"].as_str()).unwrap_or_default().to_string(),
                     speaker: None,
+                    line: 0,
                 });
             }
         }
@@ -175,6 +176,7 @@ pub fn claude_ai(document: &Value, fallback_id: &str) -> Parsed {
                 timestamp: message["created_at"].as_str().map(str::to_string),
                 id: message["uuid"].as_str().map_or_else(|| format!("m{}", n + 1), str::to_string),
                 speaker: None,
+                line: 0,
             });
         }
         let title = item["name"].as_str().or(item["summary"].as_str()).map(str::to_string);
@@ -222,6 +224,7 @@ fn gemini_message(record: &Map<String, Value>) -> Option<Message> {
         timestamp: record.get("timestamp").and_then(Value::as_str).map(str::to_string),
         id: record.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
         speaker: None,
+        line: 0,
     })
 }
 
@@ -335,6 +338,7 @@ pub fn plain_text(text: &str, fallback_id: &str) -> Parsed {
                 timestamp: None,
                 id: format!("line-{}", n + 1),
                 speaker: None,
+                line: 0,
             }),
         }
     }

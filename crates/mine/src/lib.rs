@@ -16,6 +16,7 @@
 pub mod claude_code;
 mod clean;
 pub mod codex;
+pub mod cursor;
 pub mod documents;
 pub mod opencode;
 pub mod project;
@@ -56,6 +57,9 @@ pub struct Message {
     /// The author's name when there are more than two voices (Slack);
     /// otherwise the role names the speaker.
     pub speaker: Option<String>,
+    /// The line (1-based) of a line-per-record transcript where the
+    /// message starts; 0 in other formats.
+    pub line: usize,
 }
 
 /// One conversation.
@@ -82,6 +86,24 @@ pub struct Parsed {
     pub skipped: usize,
     /// Malformed records (a subset of `skipped`), with their line numbers.
     pub malformed: Vec<usize>,
+    /// Whether a record named the conversation (a user-set or generated
+    /// title), as opposed to a title taken from the first prompt.
+    pub titled: bool,
+    /// Claude Code: every record with a `uuid`, in file order, with its
+    /// parent (empty for other formats).
+    pub links: Vec<Link>,
+}
+
+/// A record's place in a Claude Code conversation tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    /// Its line (1-based).
+    pub line: usize,
+    /// Its `uuid`.
+    pub uuid: String,
+    /// `parentUuid`, else `logicalParentUuid` (across a compaction); `None`
+    /// at a root.
+    pub parent: Option<String>,
 }
 
 /// Transcript formats.
@@ -171,6 +193,28 @@ pub fn detect_plain_text(text: &str) -> bool {
     lines.iter().any(|l| l.starts_with('>')) && lines.iter().any(|l| !l.starts_with('>'))
 }
 
+/// Whether a transcript is one record per line, appended to as the
+/// session goes on (Claude Code session JSONL, Codex rollouts), so that it
+/// can be read from a line on ([`parse_from`]).
+pub fn line_per_record(format: Format, text: &str) -> bool {
+    match format {
+        Format::ClaudeCode => !claude_code::is_export(text),
+        Format::Codex => true,
+        _ => false,
+    }
+}
+
+/// Parses the lines of a [`line_per_record`] transcript from line
+/// `first_line` (1-based) on: `text` starts at that line. `None` for
+/// formats that must be read whole.
+pub fn parse_from(format: Format, text: &str, fallback_id: &str, first_line: usize) -> Option<Parsed> {
+    match format {
+        Format::ClaudeCode => Some(claude_code::parse_from(text, fallback_id, first_line)),
+        Format::Codex => Some(codex::parse_from(text, fallback_id, first_line)),
+        _ => None,
+    }
+}
+
 /// Parses a transcript of a known format; `fallback_id` names sessions
 /// that carry no id (the file stem).
 pub fn parse(format: Format, text: &str, fallback_id: &str) -> Parsed {
@@ -234,6 +278,99 @@ pub fn units(conversation: &Conversation) -> Vec<Exchange> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A Claude Code session of alternating-or-not messages in one chain.
+    fn session(messages: &[(bool, String)]) -> Vec<String> {
+        let mut parent = serde_json::Value::Null;
+        messages
+            .iter()
+            .enumerate()
+            .map(|(n, (user, text))| {
+                let (kind, content) = if *user {
+                    ("user", serde_json::json!(text))
+                } else {
+                    ("assistant", serde_json::json!([{"type": "text", "text": text}]))
+                };
+                let uuid = format!("r{n}");
+                let line = serde_json::json!({"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s",
+                    "message": {"id": format!("m{n}"), "role": kind, "content": content}});
+                parent = serde_json::json!(uuid);
+                line.to_string()
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        /// The premise of the tail cursor: for a transcript read up to some
+        /// line and appended to since, the units of the whole are the units
+        /// before the last exchange of the first read, followed by the units
+        /// of a read from that exchange's first line.
+        #[test]
+        fn reading_from_the_last_exchange_equals_reading_whole(
+            messages in proptest::collection::vec((proptest::bool::ANY, "[a-z]{1,12}( [a-z]{1,12}){0,60}"), 1..24),
+            cut in 1usize..24,
+        ) {
+            let lines = session(&messages);
+            let cut = cut.min(lines.len());
+            let first = lines[..cut].join("\n") + "\n";
+            let whole = lines.join("\n") + "\n";
+            let read = parse(Format::ClaudeCode, &first, "s");
+            let Some(conversation) = read.conversations.first() else { return Ok(()) };
+            let before = units(conversation);
+            let last = before.last().unwrap().turn_ids[0].clone();
+            let keep = before.iter().position(|u| u.turn_ids[0] == last).unwrap();
+            let line = conversation.messages.iter().find(|m| m.id == last).unwrap().line;
+            let offset = cursor::line_start(&whole, line).unwrap();
+            let tail = parse_from(Format::ClaudeCode, &whole[offset..], "s", line).unwrap();
+            let mut joined = before[..keep].to_vec();
+            joined.extend(units(&tail.conversations[0]));
+            proptest::prop_assert_eq!(joined, units(&parse(Format::ClaudeCode, &whole, "s").conversations[0]));
+        }
+    }
+
+    #[test]
+    fn parallel_tool_results_are_not_branches_but_edited_prompts_are() {
+        let line = |kind: &str, uuid: &str, parent: Option<&str>, content: serde_json::Value| {
+            serde_json::json!({"type": kind, "uuid": uuid, "parentUuid": parent,
+                "message": {"id": format!("m-{uuid}"), "role": kind, "content": content}})
+            .to_string()
+        };
+        let tool =
+            |id: &str| serde_json::json!([{"type": "tool_use", "id": id, "name": "Read", "input": {"file_path": id}}]);
+        let result = |id: &str| serde_json::json!([{"type": "tool_result", "tool_use_id": id, "content": "ok"}]);
+        // Two tool results answering one assistant line: a fork of records,
+        // not of prompts; everything stays.
+        let text = [
+            line("user", "u1", None, serde_json::json!("Read both files")),
+            line("assistant", "a1", Some("u1"), tool("t1")),
+            line("assistant", "a2", Some("a1"), tool("t2")),
+            line("user", "r1", Some("a1"), result("t1")),
+            line("user", "r2", Some("a2"), result("t2")),
+            line("assistant", "a3", Some("r2"), serde_json::json!([{"type": "text", "text": "Both read."}])),
+        ]
+        .join("\n");
+        let parsed = parse(Format::ClaudeCode, &text, "s");
+        assert_eq!(parsed.conversations[0].messages.len(), 4, "{:?}", parsed.conversations[0].messages);
+        assert_eq!(parsed.skipped, 0);
+        // Two prompts without a shared parent (two roots): not a branch.
+        let session = |root: Option<&str>| {
+            [
+                line("user", "u1", root, serde_json::json!("Use QuickSort")),
+                line("assistant", "a1", Some("u1"), serde_json::json!([{"type": "text", "text": "QuickSort it is."}])),
+                line("user", "u2", root, serde_json::json!("Use MergeSort")),
+                line("assistant", "a2", Some("u2"), serde_json::json!([{"type": "text", "text": "MergeSort it is."}])),
+            ]
+            .join("\n")
+        };
+        let parsed = parse(Format::ClaudeCode, &session(None), "s");
+        let texts: Vec<&str> = parsed.conversations[0].messages.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(texts, vec!["Use QuickSort", "QuickSort it is.", "Use MergeSort", "MergeSort it is."]);
+        // The second prompt edits the first (same parent): the first version's exchange is dropped.
+        let parsed = parse(Format::ClaudeCode, &session(Some("p0")), "s");
+        let texts: Vec<&str> = parsed.conversations[0].messages.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(texts, vec!["Use MergeSort", "MergeSort it is."]);
+        assert_eq!(parsed.conversations[0].title.as_deref(), Some("Use MergeSort"));
+    }
 
     proptest::proptest! {
         /// Any text (JSON-ish or not) parses without panicking, in both

@@ -154,7 +154,14 @@ fn session(
         if text.is_empty() {
             continue;
         }
-        conversation.messages.push(Message { role, text, timestamp: ms_to_text(time), id: message_id, speaker: None });
+        conversation.messages.push(Message {
+            role,
+            text,
+            timestamp: ms_to_text(time),
+            id: message_id,
+            speaker: None,
+            line: 0,
+        });
     }
     if conversation.title.is_none() {
         conversation.title = crate::first_prompt(&conversation);

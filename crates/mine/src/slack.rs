@@ -111,6 +111,7 @@ pub fn channel(name: &str, days: &[(String, String)], users: &HashMap<String, St
                 timestamp,
                 id: ts.to_string(),
                 speaker: Some(author),
+                line: 0,
             });
         }
     }

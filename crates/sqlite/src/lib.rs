@@ -365,6 +365,10 @@ impl StoreRead for SqliteStore {
     ) -> StoreResult<Vec<Drawer>> {
         self.read(|conn| query::page_drawers(conn, workspace, wing, room, offset, limit))
     }
+
+    fn source_cursor(&self, workspace: &WorkspaceId, source: &str) -> StoreResult<Option<String>> {
+        self.read(|conn| records::source_cursor(conn, workspace, source))
+    }
 }
 
 impl StoreWrite for SqliteStore {
@@ -454,6 +458,16 @@ impl StoreWrite for SqliteStore {
 
     fn delete_tunnel(&self, workspace: &WorkspaceId, id: &str) -> StoreResult<bool> {
         self.write(|tx| kg::delete_tunnel(tx, workspace, id))
+    }
+
+    fn set_source_cursor(
+        &self,
+        workspace: &WorkspaceId,
+        source: &str,
+        cursor: Option<&str>,
+        at: Timestamp,
+    ) -> StoreResult<()> {
+        self.write(|tx| records::set_source_cursor(tx, workspace, source, cursor, &at))
     }
 
     fn set_identity(&self, workspace: &WorkspaceId, identity: &Identity, at: Timestamp) -> StoreResult<()> {

@@ -229,6 +229,37 @@ pub(crate) fn taxonomy(conn: &Connection, workspace: &WorkspaceId) -> StoreResul
     Ok(taxonomy)
 }
 
+pub(crate) fn source_cursor(conn: &Connection, workspace: &WorkspaceId, source: &str) -> StoreResult<Option<String>> {
+    conn.prepare_cached("SELECT cursor FROM source_cursors WHERE workspace_id = ?1 AND source = ?2")
+        .and_then(|mut stmt| stmt.query_row(params![workspace.as_str(), source], |row| row.get(0)).optional())
+        .ctx("reading a source cursor")
+}
+
+pub(crate) fn set_source_cursor(
+    tx: &Transaction<'_>,
+    workspace: &WorkspaceId,
+    source: &str,
+    cursor: Option<&str>,
+    at: &Timestamp,
+) -> StoreResult<()> {
+    let c = "writing a source cursor";
+    match cursor {
+        Some(cursor) => tx
+            .prepare_cached(
+                "INSERT INTO source_cursors (workspace_id, source, cursor, updated_at) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (workspace_id, source) DO UPDATE SET cursor = excluded.cursor, \
+                 updated_at = excluded.updated_at",
+            )
+            .and_then(|mut stmt| stmt.execute(params![workspace.as_str(), source, cursor, ts(at)]))
+            .ctx(c)?,
+        None => tx
+            .prepare_cached("DELETE FROM source_cursors WHERE workspace_id = ?1 AND source = ?2")
+            .and_then(|mut stmt| stmt.execute(params![workspace.as_str(), source]))
+            .ctx(c)?,
+    };
+    Ok(())
+}
+
 pub(crate) fn identity(conn: &Connection, workspace: &WorkspaceId) -> StoreResult<Option<IdentityRecord>> {
     let row: Option<(String, String)> = conn
         .prepare_cached("SELECT text, updated_at FROM identities WHERE workspace_id = ?1")

@@ -18,7 +18,7 @@ use crate::error::Context;
 pub(crate) const APPLICATION_ID: i32 = 0x6d70_6c63;
 
 /// The highest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Migrations, oldest first: (version reached, SQL).
 const MIGRATIONS: &[(u32, &str)] = &[
@@ -26,6 +26,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (2, include_str!("migrations/0002_embeddings.sql")),
     (3, include_str!("migrations/0003_revisions.sql")),
     (4, include_str!("migrations/0004_knowledge_graph.sql")),
+    (5, include_str!("migrations/0005_source_cursors.sql")),
 ];
 
 /// Refuses a file that is not a palace, without writing to it. An empty

@@ -47,6 +47,7 @@ conformance_tests!(
     check_knowledge_graph,
     check_mentions_halls_and_tunnels,
     check_pages_replacement_and_sessions,
+    check_source_cursors,
 );
 
 #[test]

@@ -609,6 +609,23 @@ pub fn check_pages_replacement_and_sessions(store: &dyn Store) {
     assert!(store.sessions(&workspace("other")).expect("sessions").is_empty());
 }
 
+/// Source cursors are kept per workspace and source, replaced, and forgotten.
+pub fn check_source_cursors(store: &dyn Store) {
+    let ws = workspace("default");
+    let other = workspace("other");
+    let source = "/home/u/.claude/projects/p/session.jsonl";
+    assert_eq!(store.source_cursor(&ws, source).expect("read"), None);
+    store.set_source_cursor(&ws, source, Some(r#"{"offset":10}"#), at("2025-03-01T10:00:00Z")).expect("set");
+    store.set_source_cursor(&ws, source, Some(r#"{"offset":20}"#), at("2025-03-01T10:05:00Z")).expect("replace");
+    store.set_source_cursor(&other, source, Some("other's"), at("2025-03-01T10:05:00Z")).expect("set other");
+    assert_eq!(store.source_cursor(&ws, source).expect("read").as_deref(), Some(r#"{"offset":20}"#));
+    assert_eq!(store.source_cursor(&other, source).expect("read").as_deref(), Some("other's"));
+    assert_eq!(store.source_cursor(&ws, "/another/file").expect("read"), None);
+    store.set_source_cursor(&ws, source, None, at("2025-03-01T10:06:00Z")).expect("forget");
+    assert_eq!(store.source_cursor(&ws, source).expect("read"), None);
+    assert_eq!(store.source_cursor(&other, source).expect("read").as_deref(), Some("other's"));
+}
+
 fn entity(ws: &WorkspaceId, name: &str, kind: &str) -> Entity {
     Entity {
         workspace_id: ws.clone(),

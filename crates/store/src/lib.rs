@@ -183,6 +183,12 @@ pub trait StoreRead: Send + Sync {
         offset: usize,
         limit: usize,
     ) -> StoreResult<Vec<Drawer>>;
+
+    /// The miners' bookkeeping for one source (a file, a session): opaque
+    /// text the store keeps and never interprets; `None` when the source
+    /// has none. A cache of mining progress, not user data: it is not
+    /// exported, and losing it costs one full re-read of the source.
+    fn source_cursor(&self, workspace: &WorkspaceId, source: &str) -> StoreResult<Option<String>>;
 }
 
 /// Changes. Each call is one short transaction: it commits completely or not
@@ -260,6 +266,16 @@ pub trait StoreWrite: StoreRead {
 
     /// Removes an explicit tunnel; false when absent.
     fn delete_tunnel(&self, workspace: &WorkspaceId, id: &str) -> StoreResult<bool>;
+
+    /// Stores (or with `None`, forgets) a source's cursor; see
+    /// [`StoreRead::source_cursor`].
+    fn set_source_cursor(
+        &self,
+        workspace: &WorkspaceId,
+        source: &str,
+        cursor: Option<&str>,
+        at: Timestamp,
+    ) -> StoreResult<()>;
 
     /// Sets the workspace's identity text.
     fn set_identity(&self, workspace: &WorkspaceId, identity: &Identity, at: Timestamp) -> StoreResult<()>;

@@ -17,7 +17,8 @@ use mempalace_core::time::{DayEdge, parse_timestamp};
 use mempalace_core::{Room, Wing};
 use mempalace_engine::drawers::SourceFiling;
 use mempalace_engine::{IngestRequest, Palace};
-use mempalace_mine::{Conversation, Format, detect, detect_plain_text, header, parse, units};
+use mempalace_mine::cursor::{self, Cursor, TailCursor, check_digest, check_ranges, line_start};
+use mempalace_mine::{Conversation, Format, detect, detect_plain_text, header, parse, parse_from, units};
 use serde_json::{Value, json};
 
 use super::UserError;
@@ -128,6 +129,8 @@ fn transcripts(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The drawers of a conversation: its header (unless `with_header` is
+/// false: a tail read files exchanges only) and its exchanges.
 fn requests(
     conversation: &Conversation,
     source: &str,
@@ -135,6 +138,7 @@ fn requests(
     room: &Room,
     agent: &str,
     format: &str,
+    with_header: bool,
 ) -> Vec<IngestRequest> {
     let started = conversation.started_at.as_deref().and_then(|t| parse_timestamp(t, "timestamp", DayEdge::Start).ok());
     let base = |text: String, ids: Vec<String>, kind: &str, at: Option<&str>| {
@@ -154,7 +158,10 @@ fn requests(
         }
         request
     };
-    let mut out = vec![base(header(conversation), Vec::new(), "header", conversation.started_at.as_deref())];
+    let mut out = Vec::new();
+    if with_header {
+        out.push(base(header(conversation), Vec::new(), "header", conversation.started_at.as_deref()));
+    }
     for unit in units(conversation) {
         let at = conversation
             .messages
@@ -236,11 +243,10 @@ fn mine_slack(palace: &Palace, dir: &Path, options: &FileOptions<'_>) -> Result<
         }
         human_messages += conversation.messages.len();
         let source = channel.display().to_string();
-        let units = requests(&conversation, &source, &wing, options.room, options.agent, "slack");
+        let units = requests(&conversation, &source, &wing, options.room, options.agent, "slack", true);
         would_file += units.len();
         if !options.dry_run {
-            let filing = palace.file_source(&source, units)?;
-            total += filing;
+            total += palace.file_source(&source, units)?.filing;
         }
     }
     Ok(FileOutcome::Mined {
@@ -253,34 +259,255 @@ fn mine_slack(palace: &Palace, dir: &Path, options: &FileOptions<'_>) -> Result<
     })
 }
 
-/// Mines one file (or a Slack export folder).
+/// A file's size and modification time (nanoseconds since the epoch).
+fn stat(file: &Path) -> std::io::Result<(u64, Option<i64>)> {
+    let meta = std::fs::metadata(file)?;
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .and_then(|d| i64::try_from(d.as_nanos()).ok());
+    Ok((meta.len(), mtime))
+}
+
+/// Bytes `from..to` of a file (fewer when it is shorter); `to = u64::MAX`
+/// reads to the end.
+fn read_range(file: &Path, from: u64, to: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut handle = std::fs::File::open(file)?;
+    handle.seek(SeekFrom::Start(from))?;
+    let mut bytes = Vec::new();
+    handle.take(to.saturating_sub(from)).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The check digest of a file read up to `size`, resuming at `resume_at`.
+fn tail_check(file: &Path, resume_at: u64, size: u64) -> std::io::Result<String> {
+    let [head, before, region] = check_ranges(resume_at, size);
+    Ok(check_digest(
+        &read_range(file, head.0, head.1)?,
+        &read_range(file, before.0, before.1)?,
+        &read_range(file, region.0, region.1)?,
+    ))
+}
+
+/// The text of bytes read from a line start; an incomplete character at
+/// the end (a writer caught mid-line) is left for the next read.
+fn text_prefix(bytes: &[u8]) -> Option<&str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Some(text),
+        Err(error) if error.error_len().is_none() => std::str::from_utf8(&bytes[..error.valid_up_to()]).ok(),
+        Err(_) => None,
+    }
+}
+
+/// Where the next read of a line-per-record transcript resumes: at the
+/// start of its last exchange (the part later lines can still change).
+/// `text` starts at byte `base_offset` of the file, at line `base_line`;
+/// `unit_drawers` are the drawers filed for each unit of `conversation`.
+struct TailBase<'a> {
+    format: Format,
+    text: &'a str,
+    base_offset: u64,
+    base_line: usize,
+    links: &'a [mempalace_mine::Link],
+    humans_before: usize,
+    before_uuid: Option<String>,
+}
+
+fn next_tail(
+    base: &TailBase<'_>,
+    conversation: &Conversation,
+    unit_drawers: &[Vec<mempalace_core::DrawerId>],
+) -> Option<TailCursor> {
+    let units = units(conversation);
+    let last = units.last()?.turn_ids.first()?.clone();
+    let first_unit = units.iter().position(|u| u.turn_ids.first() == Some(&last))?;
+    let line = conversation.messages.iter().find(|m| m.id == last)?.line;
+    let offset = line.checked_sub(base.base_line).and_then(|n| line_start(base.text, n + 1))?;
+    let humans = conversation.messages.iter().filter(|m| m.role == mempalace_mine::Role::User && m.line < line).count();
+    Some(TailCursor {
+        format: base.format.as_str().to_string(),
+        resume_at: base.base_offset + offset as u64,
+        resume_line: line,
+        check: String::new(),
+        before_uuid: base
+            .links
+            .iter()
+            .rfind(|l| l.line < line)
+            .map(|l| l.uuid.clone())
+            .or_else(|| base.before_uuid.clone()),
+        tail_ids: unit_drawers.get(first_unit..)?.iter().flatten().map(ToString::to_string).collect(),
+        humans_before: base.humans_before + humans,
+        session_id: conversation.session_id.clone(),
+        title: conversation.title.clone(),
+        cwd: conversation.cwd.clone(),
+        started_at: conversation.started_at.clone(),
+    })
+}
+
+/// The filing parameters a cursor is valid for.
+fn cursor_key(options: &FileOptions<'_>) -> String {
+    format!("convos|{}|{}|{}", options.wing.map_or("-", |w| w.as_str()), options.room, options.agent)
+}
+
+/// Mines the end of a transcript from its cursor; `None` when it must be
+/// read whole (rewritten, rewound, retitled, or not readable from there).
+fn mine_tail(
+    palace: &Palace,
+    file: &Path,
+    source: &str,
+    cursor: &Cursor,
+    tail: &TailCursor,
+    mtime_ns: Option<i64>,
+    options: &FileOptions<'_>,
+) -> Result<Option<FileOutcome>> {
+    let format = match tail.format.as_str() {
+        "claude-code" => Format::ClaudeCode,
+        "codex" => Format::Codex,
+        _ => return Ok(None),
+    };
+    let Some(old_region) = cursor.size.checked_sub(tail.resume_at) else { return Ok(None) };
+    let [head, before, _] = check_ranges(tail.resume_at, cursor.size);
+    let region = read_range(file, tail.resume_at, u64::MAX)?;
+    if (region.len() as u64) < old_region
+        || check_digest(
+            &read_range(file, head.0, head.1)?,
+            &read_range(file, before.0, before.1)?,
+            &region[..old_region as usize],
+        ) != tail.check
+    {
+        tracing::debug!(file = %source, "transcript rewritten since the last read; reading it whole");
+        return Ok(None);
+    }
+    let Some(text) = text_prefix(&region) else { return Ok(None) };
+    let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("transcript");
+    let Some(mut parsed) = parse_from(format, text, stem, tail.resume_line) else { return Ok(None) };
+    let known: std::collections::HashSet<&str> = parsed.links.iter().map(|l| l.uuid.as_str()).collect();
+    let rewound = parsed.links.iter().any(|link| match &link.parent {
+        None => true,
+        Some(parent) => !known.contains(parent.as_str()) && Some(parent) != tail.before_uuid.as_ref(),
+    });
+    if parsed.titled || parsed.conversations.len() > 1 || rewound {
+        tracing::debug!(file = %source, rewound, titled = parsed.titled, "transcript changed before its end; reading it whole");
+        return Ok(None);
+    }
+    let mut conversation = parsed.conversations.pop().unwrap_or_default();
+    conversation.session_id.clone_from(&tail.session_id);
+    conversation.title.clone_from(&tail.title);
+    conversation.cwd.clone_from(&tail.cwd);
+    conversation.started_at.clone_from(&tail.started_at);
+    let wing = match &cursor.wing {
+        Some(wing) => Wing::parse(wing)?,
+        None => wing_for(options.wing, &conversation)?,
+    };
+    let units = requests(&conversation, source, &wing, options.room, options.agent, format.as_str(), false);
+    let reread: Vec<mempalace_core::DrawerId> =
+        tail.tail_ids.iter().filter_map(|id| mempalace_core::DrawerId::parse(id).ok()).collect();
+    let filed = palace.file_source_tail(units, &reread)?;
+    let humans_here: Vec<&mempalace_mine::Message> =
+        conversation.messages.iter().filter(|m| m.role == mempalace_mine::Role::User).collect();
+    let human_messages = tail.humans_before + humans_here.len();
+    let last_human = humans_here.last().map(|m| m.text.clone()).or_else(|| cursor.last_human.clone());
+    let size = tail.resume_at + text.len() as u64;
+    let base = TailBase {
+        format,
+        text,
+        base_offset: tail.resume_at,
+        base_line: tail.resume_line,
+        links: &parsed.links,
+        humans_before: tail.humans_before,
+        before_uuid: tail.before_uuid.clone(),
+    };
+    let next = match next_tail(&base, &conversation, &filed.drawers) {
+        Some(mut next) => {
+            next.check = tail_check(file, next.resume_at, size)?;
+            Some(next)
+        }
+        None => None,
+    };
+    let updated = Cursor {
+        v: cursor::VERSION,
+        key: cursor.key.clone(),
+        size,
+        mtime_ns,
+        hash: None,
+        drawers: (cursor.drawers + filed.filing.added).saturating_sub(filed.filing.removed),
+        humans: human_messages,
+        last_human: last_human.clone(),
+        wing: Some(wing.to_string()),
+        tail: next,
+    };
+    palace.set_source_cursor(source, Some(&updated.to_json()))?;
+    tracing::debug!(file = %source, from = tail.resume_at, added = filed.filing.added, "transcript tail mined");
+    Ok(Some(FileOutcome::Mined {
+        filing: filed.filing,
+        would_file: 0,
+        records_skipped: parsed.skipped,
+        human_messages,
+        last_human,
+        wing,
+    }))
+}
+
+/// Mines one file (or a Slack export folder). Uses and updates the file's
+/// cursor: an unchanged file is not read, a grown transcript is read from
+/// where the last run left off.
 pub fn mine_file(palace: &Palace, file: &Path, options: &FileOptions<'_>) -> Result<FileOutcome> {
     if file.is_dir() {
         return mine_slack(palace, file, options);
     }
     let source = file.canonicalize().unwrap_or_else(|_| file.to_path_buf()).display().to_string();
-    let text = match std::fs::read(file).map(String::from_utf8) {
-        Ok(Ok(text)) => text,
-        Ok(Err(_)) => return Ok(FileOutcome::Failed("not UTF-8 text".into())),
+    let (size, mtime_ns) = match stat(file) {
+        Ok(stat) => stat,
         Err(error) => return Ok(FileOutcome::Failed(error.to_string())),
     };
+    let key = cursor_key(options);
+    let stored = if options.dry_run {
+        None
+    } else {
+        palace.source_cursor(&source)?.and_then(|text| Cursor::from_json(&text)).filter(|c| c.key == key)
+    };
+    if let Some(cursor) = &stored {
+        if cursor.unchanged(&key, size, mtime_ns) {
+            return Ok(unchanged(cursor));
+        }
+        if let Some(tail) = &cursor.tail
+            && size >= cursor.size
+            && let Some(outcome) = mine_tail(palace, file, &source, cursor, tail, mtime_ns, options)?
+        {
+            return Ok(outcome);
+        }
+    }
+    let bytes = match std::fs::read(file) {
+        Ok(bytes) => bytes,
+        Err(error) => return Ok(FileOutcome::Failed(error.to_string())),
+    };
+    let hash = cursor::digest(&[&bytes]);
+    if let Some(cursor) = &stored
+        && cursor.hash.as_deref() == Some(hash.as_str())
+    {
+        let refreshed = Cursor { size, mtime_ns, ..cursor.clone() };
+        palace.set_source_cursor(&source, Some(&refreshed.to_json()))?;
+        return Ok(unchanged(cursor));
+    }
+    let Ok(text) = String::from_utf8(bytes) else { return Ok(FileOutcome::Failed("not UTF-8 text".into())) };
     let is_text = file.extension().is_some_and(|e| e == "txt");
     let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("transcript");
-    let (parsed, format_name) = match detect(&text) {
-        Some(format) => (parse(format, &text, stem), format.as_str()),
-        None if is_text && detect_plain_text(&text) => {
-            (parse(Format::PlainText, &text, stem), Format::PlainText.as_str())
-        }
+    let (parsed, format) = match detect(&text) {
+        Some(format) => (parse(format, &text, stem), Some(format)),
+        None if is_text && detect_plain_text(&text) => (parse(Format::PlainText, &text, stem), Some(Format::PlainText)),
         None if mempalace_mine::slack::is_day_file(&text) => {
             let (conversation, bad) = mempalace_mine::slack::channel(
                 stem,
                 &[(stem.to_string(), text.clone())],
                 &std::collections::HashMap::new(),
             );
-            (mempalace_mine::Parsed { conversations: vec![conversation], skipped: bad, malformed: Vec::new() }, "slack")
+            (mempalace_mine::Parsed { conversations: vec![conversation], skipped: bad, ..Default::default() }, None)
         }
         None => return Ok(FileOutcome::NotTranscript),
     };
+    let format_name = format.map_or("slack", Format::as_str);
     if !parsed.malformed.is_empty() {
         let shown: Vec<usize> = parsed.malformed.iter().copied().take(10).collect();
         tracing::warn!(file = %source, count = parsed.malformed.len(), first = ?shown, "malformed records skipped");
@@ -295,19 +522,92 @@ pub fn mine_file(palace: &Palace, file: &Path, options: &FileOptions<'_>) -> Res
             last_human = Some(message.text.clone());
         }
         first_wing.get_or_insert_with(|| wing.clone());
-        requests_for_file.extend(requests(conversation, &source, &wing, options.room, options.agent, format_name));
+        requests_for_file.extend(requests(
+            conversation,
+            &source,
+            &wing,
+            options.room,
+            options.agent,
+            format_name,
+            true,
+        ));
     }
     let wing = first_wing.unwrap_or(Wing::parse("conversations")?);
     let would_file = requests_for_file.len();
-    let filing = if options.dry_run {
-        SourceFiling::default()
-    } else {
-        match palace.file_source(&source, requests_for_file) {
-            Ok(filing) => filing,
-            Err(error) => return Ok(FileOutcome::Failed(error.to_string())),
-        }
+    if options.dry_run {
+        return Ok(FileOutcome::Mined {
+            filing: SourceFiling::default(),
+            would_file,
+            records_skipped: parsed.skipped,
+            human_messages,
+            last_human,
+            wing,
+        });
+    }
+    let filed = match palace.file_source(&source, requests_for_file) {
+        Ok(filed) => filed,
+        Err(error) => return Ok(FileOutcome::Failed(error.to_string())),
     };
-    Ok(FileOutcome::Mined { filing, would_file, records_skipped: parsed.skipped, human_messages, last_human, wing })
+    // A transcript appended to record by record resumes from its last
+    // exchange next time; other files are re-read only when they change.
+    let tail = match (format, parsed.conversations.as_slice()) {
+        (Some(format), [conversation]) if mempalace_mine::line_per_record(format, &text) => {
+            let base = TailBase {
+                format,
+                text: &text,
+                base_offset: 0,
+                base_line: 1,
+                links: &parsed.links,
+                humans_before: 0,
+                before_uuid: None,
+            };
+            match next_tail(&base, conversation, filed.drawers.get(1..).unwrap_or_default()) {
+                Some(mut next) => {
+                    next.check = tail_check(file, next.resume_at, text.len() as u64)?;
+                    Some(next)
+                }
+                None => None,
+            }
+        }
+        _ => None,
+    };
+    let cursor = Cursor {
+        v: cursor::VERSION,
+        key,
+        size: text.len() as u64,
+        mtime_ns,
+        hash: tail.is_none().then_some(hash),
+        drawers: filed.drawers.iter().flatten().collect::<std::collections::HashSet<_>>().len(),
+        humans: human_messages,
+        last_human: last_human.clone(),
+        wing: Some(wing.to_string()),
+        tail,
+    };
+    palace.set_source_cursor(&source, Some(&cursor.to_json()))?;
+    Ok(FileOutcome::Mined {
+        filing: filed.filing,
+        would_file,
+        records_skipped: parsed.skipped,
+        human_messages,
+        last_human,
+        wing,
+    })
+}
+
+/// The outcome of a file whose cursor says nothing changed.
+fn unchanged(cursor: &Cursor) -> FileOutcome {
+    FileOutcome::Mined {
+        filing: SourceFiling { unchanged: cursor.drawers, ..SourceFiling::default() },
+        would_file: 0,
+        records_skipped: 0,
+        human_messages: cursor.humans,
+        last_human: cursor.last_human.clone(),
+        wing: cursor.wing.as_deref().and_then(|w| Wing::parse(w).ok()).unwrap_or_else(default_wing),
+    }
+}
+
+fn default_wing() -> Wing {
+    Wing::parse("conversations").expect("a valid wing name")
 }
 
 /// `mine --mode opencode`.
@@ -346,11 +646,10 @@ fn run_opencode(palace: &Palace, args: &MineArgs) -> Result<()> {
         sessions += 1;
         let wing = wing_for(fixed_wing.as_ref(), conversation)?;
         let source = format!("opencode:{db_name}#{}", conversation.session_id);
-        let units = requests(conversation, &source, &wing, &room, &args.agent, "opencode");
+        let units = requests(conversation, &source, &wing, &room, &args.agent, "opencode", true);
         would_file += units.len();
         if !args.dry_run {
-            let filing = palace.file_source(&source, units)?;
-            total += filing;
+            total += palace.file_source(&source, units)?.filing;
         }
     }
     let summary = json!({
@@ -412,10 +711,36 @@ fn run_project(palace: &Palace, args: &MineArgs) -> Result<()> {
     }
     let (mut read, mut failed) = (0, Vec::<Value>::new());
     let (mut total, mut would_file) = (SourceFiling::default(), 0);
+    // A file is re-read only when its size or time changed, and re-filed
+    // only when its content did, under the same settings.
+    let key = format!(
+        "projects|{wing}|{}|{}",
+        args.agent,
+        cursor::digest(&[std::fs::read(root.join("mempalace.yaml")).unwrap_or_default().as_slice()])
+    );
     let progress = output::Progress::new(files.len());
     for (done, file) in files.iter().enumerate() {
         progress.update(done, total.added);
         let source = file.display().to_string();
+        let (size, mtime_ns) = match stat(file) {
+            Ok(stat) => stat,
+            Err(error) => {
+                failed.push(json!({"file": source, "error": error.to_string()}));
+                continue;
+            }
+        };
+        let stored = if args.dry_run {
+            None
+        } else {
+            palace.source_cursor(&source)?.and_then(|text| Cursor::from_json(&text)).filter(|c| c.key == key)
+        };
+        if let Some(cursor) = &stored
+            && cursor.unchanged(&key, size, mtime_ns)
+        {
+            read += 1;
+            total.unchanged += cursor.drawers;
+            continue;
+        }
         let text = match std::fs::read(file).map(String::from_utf8) {
             Ok(Ok(text)) if !text.contains('\0') => text,
             Ok(_) => {
@@ -428,6 +753,15 @@ fn run_project(palace: &Palace, args: &MineArgs) -> Result<()> {
             }
         };
         read += 1;
+        let hash = cursor::digest(&[text.as_bytes()]);
+        if let Some(cursor) = &stored
+            && cursor.hash.as_deref() == Some(hash.as_str())
+        {
+            total.unchanged += cursor.drawers;
+            let refreshed = Cursor { size, mtime_ns, ..cursor.clone() };
+            palace.set_source_cursor(&source, Some(&refreshed.to_json()))?;
+            continue;
+        }
         let relative = file.strip_prefix(&root).unwrap_or(file).display().to_string();
         let room_name = match &config {
             Some(config) => config.room_for(&relative, &text),
@@ -460,8 +794,21 @@ fn run_project(palace: &Palace, args: &MineArgs) -> Result<()> {
             continue;
         }
         match palace.file_source(&source, requests) {
-            Ok(filing) => {
-                total += filing;
+            Ok(filed) => {
+                total += filed.filing;
+                let cursor = Cursor {
+                    v: cursor::VERSION,
+                    key: key.clone(),
+                    size,
+                    mtime_ns,
+                    hash: Some(hash),
+                    drawers: filed.drawers.iter().flatten().collect::<std::collections::HashSet<_>>().len(),
+                    humans: 0,
+                    last_human: None,
+                    wing: Some(wing.to_string()),
+                    tail: None,
+                };
+                palace.set_source_cursor(&source, Some(&cursor.to_json()))?;
             }
             Err(error) => failed.push(json!({"file": source, "error": error.to_string()})),
         }

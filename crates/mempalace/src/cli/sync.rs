@@ -43,6 +43,7 @@ pub fn run(palace: &Palace, args: SyncArgs) -> Result<()> {
                 palace.delete_drawer(id, DeleteMode::Hard)?;
                 removed += 1;
             }
+            palace.set_source_cursor(source, None)?;
         } else {
             removed += drawers.len();
         }

@@ -348,3 +348,113 @@ fn concurrent_miners_do_not_duplicate() {
     assert_eq!(sandbox.json(&["status", "--json"])["total_drawers"].as_u64().unwrap(), expected);
     assert_eq!(sandbox.json(&["doctor", "--check-only", "--json"])["healthy"], true);
 }
+
+/// A Claude Code record in a `parentUuid` chain.
+fn claude_line(kind: &str, uuid: &str, parent: Option<&str>, text: &str) -> String {
+    let content =
+        if kind == "user" { serde_json::json!(text) } else { serde_json::json!([{"type": "text", "text": text}]) };
+    serde_json::json!({"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "grow-1",
+        "cwd": "/work/grow", "timestamp": "2025-02-01T09:00:00.000Z",
+        "message": {"id": format!("m-{uuid}"), "role": kind, "content": content}})
+    .to_string()
+}
+
+fn append(file: &std::path::Path, lines: &[String]) {
+    let mut out = std::fs::OpenOptions::new().append(true).open(file).unwrap();
+    for line in lines {
+        writeln!(out, "{line}").unwrap();
+    }
+}
+
+fn counts(summary: &Value) -> (u64, u64, u64) {
+    let n = |key: &str| summary[key].as_u64().unwrap();
+    (n("drawers_added"), n("drawers_removed"), n("drawers_unchanged"))
+}
+
+/// Issue 7: a transcript that grows is read from where the last run left
+/// off. The proof: bytes changed in the middle of the file after the first
+/// run are not read again by the second (only a rewind or a rewrite makes
+/// the miner read the file whole), while the appended exchanges are filed,
+/// an exchange completed by its reply replaces its one-turn drawer, and a
+/// rewind to an earlier prompt drops the abandoned branch.
+#[test]
+fn a_growing_transcript_is_read_from_its_cursor() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.dir.path().join("grow-1.jsonl");
+    let filler = "The calibration log lists every torque reading of the arm, one per line, with its time. ".repeat(4);
+    let mut lines = Vec::new();
+    let mut parent: Option<String> = None;
+    for n in 0..30 {
+        let (u, a) = (format!("u{n}"), format!("a{n}"));
+        let topic = if n == 10 { "alpha".to_string() } else { format!("topic{n}") };
+        lines.push(claude_line("user", &u, parent.as_deref(), &format!("Question {n} about {topic}: {filler}")));
+        lines.push(claude_line("assistant", &a, Some(&u), &format!("Answer {n} on {topic}. {filler}")));
+        parent = Some(a);
+    }
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    assert_eq!(counts(&sandbox.mine(&file)), (31, 0, 0), "a header and 30 exchanges");
+    assert_eq!(counts(&sandbox.mine(&file)), (0, 0, 31), "unchanged: nothing read, nothing filed");
+
+    // Change exchange 10 in place (same length), far from the head and the end.
+    let text = std::fs::read_to_string(&file).unwrap().replace("about alpha", "about omega");
+    std::fs::write(&file, &text).unwrap();
+    append(
+        &file,
+        &[
+            claude_line("user", "x1", Some("a29"), "Now switch the staging database to PostgreSQL 16"),
+            claude_line("assistant", "x2", Some("x1"), "Switched staging to PostgreSQL 16 and ran the migrations."),
+            claude_line("user", "x3", Some("x2"), "Great, note the zebra-crossing test plan too"),
+        ],
+    );
+    let (added, removed, _) = counts(&sandbox.mine(&file));
+    assert_eq!((added, removed), (2, 0), "the new exchange and the unanswered prompt");
+    assert!(
+        sandbox.top("omega").as_array().unwrap().iter().all(|hit| !hit["text"].as_str().unwrap().contains("omega"))
+    );
+    assert!(sandbox.top("zebra-crossing test plan").as_array().unwrap()[0]["text"].as_str().unwrap().contains("zebra"));
+
+    append(&file, &[claude_line("assistant", "x4", Some("x3"), "Noted the zebra-crossing plan in TESTING.md.")]);
+    let (added, removed, _) = counts(&sandbox.mine(&file));
+    assert_eq!((added, removed), (1, 1), "the answered prompt replaces its one-turn drawer");
+    let total = sandbox.json(&["status", "--json"])["total_drawers"].as_u64().unwrap();
+    assert_eq!(total, 33);
+
+    // A rewind: a new prompt answers exchange 29 again; the branch x1..x4 is
+    // abandoned, so the file is read whole (the changed exchange 10 too).
+    append(&file, &[claude_line("user", "y1", Some("a29"), "Forget staging; what about the gripper firmware?")]);
+    let (added, removed, _) = counts(&sandbox.mine(&file));
+    assert_eq!((added, removed), (2, 3), "the y1 prompt and exchange 10 in; x1+x2, x3+x4 and the old exchange 10 out");
+    assert!(
+        sandbox
+            .top("zebra-crossing")
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| !h["text"].as_str().unwrap().contains("zebra"))
+    );
+    assert!(sandbox.top("omega").as_array().unwrap()[0]["text"].as_str().unwrap().contains("omega"));
+
+    // A rewritten (shorter) file is read whole: its drawers are those of the new text.
+    std::fs::write(&file, lines[..4].join("\n") + "\n").unwrap();
+    let (added, removed, unchanged) = counts(&sandbox.mine(&file));
+    assert_eq!((added, unchanged), (0, 3), "the header and two exchanges were there");
+    assert_eq!(removed, 29, "exchanges 2..29 and the y1 prompt are gone");
+    assert_eq!(sandbox.json(&["status", "--json"])["total_drawers"], 3);
+}
+
+/// Issue 7: in a branched Claude Code session (a prompt edited or
+/// rewound), only the branch the user last saw is mined.
+#[test]
+fn a_forked_session_keeps_the_branch_the_user_saw() {
+    let sandbox = Sandbox::new();
+    let summary = sandbox.mine(&formats().join("claude-code/kvsankar__agent-history/claude_forked_session.jsonl"));
+    // Header + (sorting request, reply) + (MergeSort, reply) + (type hints, reply).
+    assert_eq!(summary["drawers_added"], 4, "{summary}");
+    let hits = sandbox.json(&["search", "QuickSort implementation middle element", "--results", "10", "--json"]);
+    for hit in hits["results"].as_array().unwrap() {
+        assert!(!hit["text"].as_str().unwrap().contains("Let's go with QuickSort"), "{hit}");
+    }
+    assert!(
+        sandbox.top("stable sorting MergeSort").as_array().unwrap()[0]["text"].as_str().unwrap().contains("MergeSort")
+    );
+}
