@@ -27,10 +27,43 @@ fn write_corpus(dir: &Path, files: usize, messages: usize) -> Result<()> {
             } else {
                 ("assistant", json!([{"type": "text", "text": text}]))
             };
-            let line = json!({"type": kind, "uuid": format!("f{file}-m{message}"), "sessionId": format!("session-{file}"),
+            let parent = (message > 0).then(|| format!("f{file}-m{}", message - 1));
+            let line = json!({"type": kind, "uuid": format!("f{file}-m{message}"), "parentUuid": parent,
+                "sessionId": format!("session-{file}"),
                 "cwd": "/home/bench/project", "timestamp": "2025-06-01T10:00:00Z",
                 "message": {"id": format!("msg-{file}-{message}"), "role": kind, "content": body}});
             writeln!(out, "{line}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Rewrites every file with its own bytes (a new modification time).
+fn touch_all(dir: &Path) -> Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let bytes = std::fs::read(&path)?;
+        std::fs::write(&path, bytes)?;
+    }
+    Ok(())
+}
+
+/// Appends a user message and its reply to every transcript.
+fn append_exchange(dir: &Path, files: usize, messages: usize) -> Result<()> {
+    for file in 0..files {
+        let path = dir.join(format!("session-{file:05}.jsonl"));
+        let mut out = std::fs::OpenOptions::new().append(true).open(&path)?;
+        let mut parent = format!("f{file}-m{}", messages - 1);
+        for (kind, body) in [
+            ("user", json!(format!("Follow-up {file}: what changed in the deployment since last week?"))),
+            ("assistant", json!([{"type": "text", "text": drawer_text(1_000_000 + file as u64)}])),
+        ] {
+            let uuid = format!("f{file}-{kind}-grown");
+            let line = json!({"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": format!("session-{file}"),
+                "cwd": "/home/bench/project", "timestamp": "2025-06-02T10:00:00Z",
+                "message": {"id": format!("msg-{file}-{kind}-grown"), "role": kind, "content": body}});
+            writeln!(out, "{line}")?;
+            parent = uuid;
         }
     }
     Ok(())
@@ -86,14 +119,21 @@ pub fn run(
     embedders: &[String],
 ) -> Result<(Value, Value)> {
     let scratch = std::env::temp_dir().join(format!("mempalace-bench-mine-{}", std::process::id()));
-    let corpus = scratch.join("corpus");
-    write_corpus(&corpus, files, messages)?;
     let mut results = Vec::new();
     for embedder in embedders {
+        let corpus = scratch.join(format!("corpus-{embedder}"));
+        write_corpus(&corpus, files, messages)?;
         let palace = scratch.join(format!("palace-{embedder}"));
         let (seconds, summary, peak_mb) = mine(binary, models, embedder, &palace, &corpus)?;
         let drawers = summary["drawers_added"].as_u64().unwrap_or(0);
         let (rerun_seconds, rerun, _) = mine(binary, models, embedder, &palace, &corpus)?;
+        // Every file touched (new modification time, same bytes): each is
+        // read and hashed, nothing is filed.
+        touch_all(&corpus)?;
+        let (touched_seconds, touched, _) = mine(binary, models, embedder, &palace, &corpus)?;
+        // Every transcript grows by one exchange: only the tails are read.
+        append_exchange(&corpus, files, messages)?;
+        let (grown_seconds, grown, grown_peak_mb) = mine(binary, models, embedder, &palace, &corpus)?;
         results.push(json!({
             "embedder": embedder,
             "files": files,
@@ -101,9 +141,14 @@ pub fn run(
             "drawers": drawers,
             "seconds": seconds,
             "drawers_per_second": drawers as f64 / seconds,
-            "peak_rss_mb": peak_mb,
+            "peak_rss_mb": peak_mb.max(grown_peak_mb),
             "rerun_seconds": rerun_seconds,
             "rerun_drawers_added": rerun["drawers_added"],
+            "touched_seconds": touched_seconds,
+            "touched_drawers_added": touched["drawers_added"],
+            "grown_seconds": grown_seconds,
+            "grown_drawers_added": grown["drawers_added"],
+            "grown_drawers_removed": grown["drawers_removed"],
         }));
     }
     let _ = std::fs::remove_dir_all(&scratch);

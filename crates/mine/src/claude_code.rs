@@ -96,8 +96,11 @@ fn record_into(record: &Value, line: usize, state: &mut State, parsed: &mut Pars
         return;
     };
     let kind = object.get("type").and_then(Value::as_str).unwrap_or("");
+    // Only records that state their place in the tree are linked (some
+    // third-party shapes carry a uuid and no parent at all).
     if let Some(uuid) = record["uuid"].as_str()
         && record["isSidechain"].as_bool() != Some(true)
+        && (object.contains_key("parentUuid") || object.contains_key("logicalParentUuid"))
     {
         let parent = record["parentUuid"].as_str().or(record["logicalParentUuid"].as_str());
         parsed.links.push(Link { line, uuid: uuid.to_string(), parent: parent.map(str::to_string) });
