@@ -21,6 +21,7 @@ mod query;
 mod records;
 mod row;
 mod schema;
+mod work;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -468,6 +469,38 @@ impl StoreWrite for SqliteStore {
         at: Timestamp,
     ) -> StoreResult<()> {
         self.write(|tx| records::set_source_cursor(tx, workspace, source, cursor, &at))
+    }
+
+    fn claim_raw_drawers(
+        &self,
+        workspace: &WorkspaceId,
+        worker: &str,
+        limit: usize,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> StoreResult<Vec<Drawer>> {
+        self.write(|tx| work::claim_raw_drawers(tx, workspace, worker, limit, &now, &until))
+    }
+
+    fn complete_claims(
+        &self,
+        workspace: &WorkspaceId,
+        worker: &str,
+        drawers: &[Drawer],
+    ) -> StoreResult<Vec<DrawerId>> {
+        self.write(|tx| work::complete_claims(tx, workspace, worker, drawers))
+    }
+
+    fn try_start_job(&self, job: &str, tick: i64, holder: &str, lease: Duration, now: Timestamp) -> StoreResult<bool> {
+        let expires = chrono::TimeDelta::from_std(lease)
+            .ok()
+            .and_then(|lease| now.checked_add_signed(lease))
+            .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC);
+        self.write(|tx| work::try_start_job(tx, job, tick, holder, &now, &expires))
+    }
+
+    fn finish_job(&self, job: &str, holder: &str) -> StoreResult<()> {
+        self.write(|tx| work::finish_job(tx, job, holder))
     }
 
     fn set_identity(&self, workspace: &WorkspaceId, identity: &Identity, at: Timestamp) -> StoreResult<()> {

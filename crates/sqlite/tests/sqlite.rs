@@ -48,6 +48,8 @@ conformance_tests!(
     check_mentions_halls_and_tunnels,
     check_pages_replacement_and_sessions,
     check_source_cursors,
+    check_claims,
+    check_periodic_jobs,
 );
 
 #[test]

@@ -626,6 +626,79 @@ pub fn check_source_cursors(store: &dyn Store) {
     assert_eq!(store.source_cursor(&other, source).expect("read").as_deref(), Some("other's"));
 }
 
+/// Cold-path claims: raw drawers only, oldest first, never two live claims
+/// on one drawer, expired claims taken over, completion only by the holder.
+pub fn check_claims(store: &dyn Store) {
+    let ws = workspace("default");
+    let mut raw: Vec<Drawer> = (0..5)
+        .map(|i| {
+            let mut d = drawer(&ws, "w", "r", &format!("raw drawer {i}"));
+            d.filed_at = at(&format!("2025-03-01T10:0{i}:00Z"));
+            d
+        })
+        .collect();
+    let mut done = drawer(&ws, "w", "r", "already processed");
+    done.state = DrawerState::Processed;
+    raw.push(done);
+    store.put_drawers(&raw).expect("put");
+    store.put_drawers(&[drawer(&workspace("other"), "w", "r", "raw in another workspace")]).expect("put other");
+    let now = at("2025-03-02T10:00:00Z");
+    let until = at("2025-03-02T10:05:00Z");
+    let first = store.claim_raw_drawers(&ws, "worker-a", 3, now, until).expect("claim");
+    let texts: Vec<&str> = first.iter().map(|d| d.content.as_str()).collect();
+    assert_eq!(texts, vec!["raw drawer 0", "raw drawer 1", "raw drawer 2"], "oldest raw drawers first");
+    let second = store.claim_raw_drawers(&ws, "worker-b", 10, now, until).expect("claim");
+    let texts: Vec<&str> = second.iter().map(|d| d.content.as_str()).collect();
+    assert_eq!(texts, vec!["raw drawer 3", "raw drawer 4"], "live claims are skipped; processed drawers never claimed");
+    assert!(store.claim_raw_drawers(&ws, "worker-c", 10, now, until).expect("claim").is_empty());
+
+    // worker-a completes two; its third claim expires and worker-c takes it.
+    let mut finished = first[0].clone();
+    finished.state = DrawerState::Processed;
+    finished.pipeline_tier = PipelineTier::Heuristic;
+    finished.memory_type = Some(MemoryType::Fact);
+    finished.entities = vec!["PostgreSQL".into()];
+    finished.entity_count = 1;
+    finished.updated_at = at("2025-03-02T10:01:00Z");
+    let mut failed_once = first[1].clone();
+    failed_once.retry_count = 1;
+    let completed = store.complete_claims(&ws, "worker-a", &[finished.clone(), failed_once]).expect("complete");
+    assert_eq!(completed, vec![first[0].id.clone(), first[1].id.clone()]);
+    let stored = store.drawer(&ws, &first[0].id).expect("read").expect("present");
+    assert_eq!((stored.state, stored.memory_type, stored.entity_count), (DrawerState::Processed, Some(MemoryType::Fact), 1));
+    assert_eq!(stored.entities, vec!["PostgreSQL".to_string()]);
+    assert_eq!(store.drawers_mentioning(&ws, &[entity_id("PostgreSQL")], 5).expect("mentions"), vec![(first[0].id.clone(), 1)]);
+    let later = at("2025-03-02T10:06:00Z");
+    let retaken = store.claim_raw_drawers(&ws, "worker-c", 10, later, at("2025-03-02T10:11:00Z")).expect("claim");
+    let ids: Vec<&DrawerId> = retaken.iter().map(|d| &d.id).collect();
+    assert!(ids.contains(&&first[1].id), "a released raw drawer is claimable again");
+    assert!(ids.contains(&&first[2].id), "an expired claim is taken over");
+    assert_eq!(store.drawer(&ws, &first[1].id).expect("read").expect("present").retry_count, 1);
+    assert!(
+        store.complete_claims(&ws, "worker-a", &[first[2].clone()]).expect("complete").is_empty(),
+        "the old holder can no longer complete a claim it lost"
+    );
+    assert!(store.claim_raw_drawers(&workspace("other"), "worker-a", 10, now, until).expect("claim").len() == 1);
+    assert_all_healthy(store);
+}
+
+/// Periodic jobs: one run per tick, one holder at a time, a lease that
+/// ends a dead holder's lock (for backends that need one).
+pub fn check_periodic_jobs(store: &dyn Store) {
+    let minute = std::time::Duration::from_secs(60);
+    let now = at("2025-03-02T10:00:00Z");
+    assert!(store.try_start_job("maintain", 100, "p1", minute, now).expect("start"));
+    assert!(!store.try_start_job("maintain", 100, "p2", minute, now).expect("start"), "the tick is taken");
+    assert!(!store.try_start_job("maintain", 101, "p2", minute, now).expect("start"), "p1 still runs the job");
+    assert!(store.try_start_job("process", 100, "p2", minute, now).expect("start"), "other jobs are independent");
+    store.finish_job("maintain", "p1").expect("finish");
+    assert!(!store.try_start_job("maintain", 100, "p2", minute, now).expect("start"), "a tick runs once");
+    assert!(store.try_start_job("maintain", 101, "p2", minute, now).expect("start"), "the next tick");
+    store.finish_job("maintain", "p2").expect("finish");
+    store.finish_job("process", "p2").expect("finish");
+    store.finish_job("process", "nobody").expect("finishing a job one does not hold is a no-op");
+}
+
 fn entity(ws: &WorkspaceId, name: &str, kind: &str) -> Entity {
     Entity {
         workspace_id: ws.clone(),

@@ -189,6 +189,23 @@ pub trait StoreRead: Send + Sync {
     /// has none. A cache of mining progress, not user data: it is not
     /// exported, and losing it costs one full re-read of the source.
     fn source_cursor(&self, workspace: &WorkspaceId, source: &str) -> StoreResult<Option<String>>;
+
+    /// The drawers nearest to `query` among the vectors of `model` that
+    /// pass `filter`, by cosine similarity, best first — when the backend
+    /// keeps a vector index of its own (PostgreSQL: pgvector HNSW). `None`
+    /// when it keeps none: the engine then searches its derived in-memory
+    /// index, kept in step through [`StoreRead::vector_changes`].
+    fn vector_search(
+        &self,
+        workspace: &WorkspaceId,
+        model: &str,
+        query: &[f32],
+        filter: &DrawerFilter,
+        limit: usize,
+    ) -> StoreResult<Option<Vec<(DrawerId, f32)>>> {
+        let _ = (workspace, model, query, filter, limit);
+        Ok(None)
+    }
 }
 
 /// Changes. Each call is one short transaction: it commits completely or not
@@ -276,6 +293,47 @@ pub trait StoreWrite: StoreRead {
         cursor: Option<&str>,
         at: Timestamp,
     ) -> StoreResult<()>;
+
+    /// Claims up to `limit` raw drawers of the workspace (oldest first)
+    /// that no worker holds, or whose claim expired before `now`, for
+    /// `worker` until `until`. Concurrent callers, in any process, never
+    /// receive the same drawer while its claim is live (PostgreSQL:
+    /// `FOR UPDATE SKIP LOCKED`; SQLite: one writer at a time).
+    fn claim_raw_drawers(
+        &self,
+        workspace: &WorkspaceId,
+        worker: &str,
+        limit: usize,
+        now: Timestamp,
+        until: Timestamp,
+    ) -> StoreResult<Vec<Drawer>>;
+
+    /// Completes claims `worker` holds: writes each drawer's processing
+    /// outcome (state, pipeline tier, type, importance, confidence,
+    /// summary, entities and their mentions, entity and triple counts,
+    /// retry count, updated time) and releases the claim. A drawer whose
+    /// claim `worker` no longer holds (it expired and another worker took
+    /// it) is left alone. Returns the ids completed.
+    fn complete_claims(&self, workspace: &WorkspaceId, worker: &str, drawers: &[Drawer])
+    -> StoreResult<Vec<DrawerId>>;
+
+    /// Starts the palace-wide periodic `job` for wall-clock tick `tick`:
+    /// true when this caller runs it — no other holder runs the job now
+    /// and nobody ran this tick yet — false otherwise. The caller ends the
+    /// run with [`StoreWrite::finish_job`]. A holder that dies releases the
+    /// job by itself (PostgreSQL: its session's advisory lock ends with its
+    /// connection; SQLite: the lock's lease of `lease` runs out).
+    fn try_start_job(
+        &self,
+        job: &str,
+        tick: i64,
+        holder: &str,
+        lease: std::time::Duration,
+        now: Timestamp,
+    ) -> StoreResult<bool>;
+
+    /// Ends `holder`'s run of `job` (a no-op when it does not hold it).
+    fn finish_job(&self, job: &str, holder: &str) -> StoreResult<()>;
 
     /// Sets the workspace's identity text.
     fn set_identity(&self, workspace: &WorkspaceId, identity: &Identity, at: Timestamp) -> StoreResult<()>;

@@ -1,0 +1,149 @@
+//! Background work shared by processes: cold-path claims on raw drawers
+//! and once-per-tick periodic jobs.
+//!
+//! SQLite has one writer at a time, so a claim (select then mark, in one
+//! `BEGIN IMMEDIATE` transaction) can never hand a drawer to two workers.
+//! A job's lock is a row with a lease: a crashed holder blocks the job only
+//! until the lease ends.
+
+use mempalace_core::{Drawer, DrawerId, Timestamp, WorkspaceId};
+use mempalace_store::{StoreError, StoreResult};
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use crate::error::Context;
+use crate::row::{DRAWER_COLUMNS, drawer_from_row, to_json_text, ts};
+
+pub(crate) fn claim_raw_drawers(
+    tx: &Transaction<'_>,
+    workspace: &WorkspaceId,
+    worker: &str,
+    limit: usize,
+    now: &Timestamp,
+    until: &Timestamp,
+) -> StoreResult<Vec<Drawer>> {
+    let c = "claiming raw drawers";
+    let seqs: Vec<i64> = tx
+        .prepare_cached(
+            "SELECT seq FROM drawers WHERE workspace_id = ?1 AND state = 'raw' \
+             AND (claimed_until IS NULL OR claimed_until < ?2) ORDER BY filed_at, id LIMIT ?3",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_map(params![workspace.as_str(), ts(now), i64::try_from(limit).unwrap_or(i64::MAX)], |row| {
+                row.get(0)
+            })?
+            .collect()
+        })
+        .ctx(c)?;
+    let mut drawers = Vec::with_capacity(seqs.len());
+    for seq in seqs {
+        tx.prepare_cached("UPDATE drawers SET claimed_by = ?2, claimed_until = ?3 WHERE seq = ?1")
+            .and_then(|mut stmt| stmt.execute(params![seq, worker, ts(until)]))
+            .ctx(c)?;
+        let drawer = tx
+            .prepare_cached(&format!("SELECT seq, {DRAWER_COLUMNS} FROM drawers WHERE seq = ?1"))
+            .and_then(|mut stmt| {
+                let mut rows = stmt.query(params![seq])?;
+                rows.next().map(|row| row.map(drawer_from_row))
+            })
+            .ctx(c)?;
+        if let Some(drawer) = drawer {
+            drawers.push(drawer?.1);
+        }
+    }
+    crate::records::attach_tags(tx, workspace, &mut drawers)?;
+    Ok(drawers)
+}
+
+pub(crate) fn complete_claims(
+    tx: &Transaction<'_>,
+    workspace: &WorkspaceId,
+    worker: &str,
+    drawers: &[Drawer],
+) -> StoreResult<Vec<DrawerId>> {
+    let c = "completing claims";
+    let mut done = Vec::new();
+    for drawer in drawers {
+        if drawer.workspace_id != *workspace {
+            return Err(StoreError::invalid(format!("drawer {} is not in workspace {workspace}", drawer.id)));
+        }
+        let changed = tx
+            .prepare_cached(
+                "UPDATE drawers SET state = ?3, pipeline_tier = ?4, memory_type = ?5, importance = ?6, \
+                 confidence = ?7, summary = ?8, entities = ?9, entity_count = ?10, triple_count = ?11, \
+                 retry_count = ?12, updated_at = ?13, claimed_by = NULL, claimed_until = NULL \
+                 WHERE workspace_id = ?1 AND id = ?2 AND claimed_by = ?14",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    workspace.as_str(),
+                    drawer.id.as_str(),
+                    drawer.state.as_str(),
+                    drawer.pipeline_tier.as_str(),
+                    drawer.memory_type.map(|t| t.as_str()),
+                    drawer.importance.get(),
+                    drawer.confidence.get(),
+                    drawer.summary,
+                    to_json_text(&drawer.entities),
+                    drawer.entity_count,
+                    drawer.triple_count,
+                    drawer.retry_count,
+                    ts(&drawer.updated_at),
+                    worker,
+                ])
+            })
+            .ctx(c)?;
+        if changed == 0 {
+            continue;
+        }
+        tx.prepare_cached("DELETE FROM entity_mentions WHERE workspace_id = ?1 AND drawer_id = ?2")
+            .and_then(|mut stmt| stmt.execute(params![workspace.as_str(), drawer.id.as_str()]))
+            .ctx(c)?;
+        crate::kg::write_mentions(tx, workspace, &drawer.id, &drawer.entities)?;
+        done.push(drawer.id.clone());
+    }
+    Ok(done)
+}
+
+pub(crate) fn try_start_job(
+    tx: &Transaction<'_>,
+    job: &str,
+    tick: i64,
+    holder: &str,
+    now: &Timestamp,
+    expires: &Timestamp,
+) -> StoreResult<bool> {
+    let c = "starting a job";
+    let held: Option<(String, String)> = tx
+        .prepare_cached("SELECT holder, expires_at FROM job_locks WHERE job = ?1")
+        .and_then(|mut stmt| stmt.query_row(params![job], |row| Ok((row.get(0)?, row.get(1)?))).optional())
+        .ctx(c)?;
+    if let Some((other, expires_at)) = held
+        && other != holder
+        && expires_at > ts(now)
+    {
+        return Ok(false);
+    }
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO job_ticks (job, tick, holder, started_at) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+        )
+        .and_then(|mut stmt| stmt.execute(params![job, tick, holder, ts(now)]))
+        .ctx(c)?;
+    if inserted == 0 {
+        return Ok(false);
+    }
+    tx.prepare_cached(
+        "INSERT INTO job_locks (job, holder, expires_at) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (job) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at",
+    )
+    .and_then(|mut stmt| stmt.execute(params![job, holder, ts(expires)]))
+    .ctx(c)?;
+    Ok(true)
+}
+
+pub(crate) fn finish_job(tx: &Transaction<'_>, job: &str, holder: &str) -> StoreResult<()> {
+    tx.prepare_cached("DELETE FROM job_locks WHERE job = ?1 AND holder = ?2")
+        .and_then(|mut stmt| stmt.execute(params![job, holder]))
+        .ctx("finishing a job")?;
+    Ok(())
+}
