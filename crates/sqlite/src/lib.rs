@@ -482,12 +482,7 @@ impl StoreWrite for SqliteStore {
         self.write(|tx| work::claim_raw_drawers(tx, workspace, worker, limit, &now, &until))
     }
 
-    fn complete_claims(
-        &self,
-        workspace: &WorkspaceId,
-        worker: &str,
-        drawers: &[Drawer],
-    ) -> StoreResult<Vec<DrawerId>> {
+    fn complete_claims(&self, workspace: &WorkspaceId, worker: &str, drawers: &[Drawer]) -> StoreResult<Vec<DrawerId>> {
         self.write(|tx| work::complete_claims(tx, workspace, worker, drawers))
     }
 

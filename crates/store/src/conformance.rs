@@ -665,9 +665,15 @@ pub fn check_claims(store: &dyn Store) {
     let completed = store.complete_claims(&ws, "worker-a", &[finished.clone(), failed_once]).expect("complete");
     assert_eq!(completed, vec![first[0].id.clone(), first[1].id.clone()]);
     let stored = store.drawer(&ws, &first[0].id).expect("read").expect("present");
-    assert_eq!((stored.state, stored.memory_type, stored.entity_count), (DrawerState::Processed, Some(MemoryType::Fact), 1));
+    assert_eq!(
+        (stored.state, stored.memory_type, stored.entity_count),
+        (DrawerState::Processed, Some(MemoryType::Fact), 1)
+    );
     assert_eq!(stored.entities, vec!["PostgreSQL".to_string()]);
-    assert_eq!(store.drawers_mentioning(&ws, &[entity_id("PostgreSQL")], 5).expect("mentions"), vec![(first[0].id.clone(), 1)]);
+    assert_eq!(
+        store.drawers_mentioning(&ws, &[entity_id("PostgreSQL")], 5).expect("mentions"),
+        vec![(first[0].id.clone(), 1)]
+    );
     let later = at("2025-03-02T10:06:00Z");
     let retaken = store.claim_raw_drawers(&ws, "worker-c", 10, later, at("2025-03-02T10:11:00Z")).expect("claim");
     let ids: Vec<&DrawerId> = retaken.iter().map(|d| &d.id).collect();

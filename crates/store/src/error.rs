@@ -70,6 +70,16 @@ pub enum StoreError {
         /// What the engine said.
         detail: String,
     },
+    /// The database server cannot be reached, or refused us.
+    #[error(
+        "cannot reach the palace database at {location}: {detail}; check the URL (--store or $MEMPALACE_DATABASE_URL) and that the server is running"
+    )]
+    Unreachable {
+        /// The server (URL without its password).
+        location: String,
+        /// What failed.
+        detail: String,
+    },
     /// The disk refused (full, read-only, permissions).
     #[error("cannot write the palace: {detail}; check free space and permissions")]
     Io {

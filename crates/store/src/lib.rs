@@ -314,8 +314,7 @@ pub trait StoreWrite: StoreRead {
     /// retry count, updated time) and releases the claim. A drawer whose
     /// claim `worker` no longer holds (it expired and another worker took
     /// it) is left alone. Returns the ids completed.
-    fn complete_claims(&self, workspace: &WorkspaceId, worker: &str, drawers: &[Drawer])
-    -> StoreResult<Vec<DrawerId>>;
+    fn complete_claims(&self, workspace: &WorkspaceId, worker: &str, drawers: &[Drawer]) -> StoreResult<Vec<DrawerId>>;
 
     /// Starts the palace-wide periodic `job` for wall-clock tick `tick`:
     /// true when this caller runs it — no other holder runs the job now

@@ -182,6 +182,7 @@ fn store_exit(error: &StoreError) -> Exit {
         StoreError::Limit { .. } => Exit::Usage,
         StoreError::InvalidData { .. } => Exit::BadPalace,
         StoreError::Io { .. } => Exit::Io,
+        StoreError::Unreachable { .. } => Exit::Unavailable,
         StoreError::Backend { .. } => Exit::Internal,
     }
 }

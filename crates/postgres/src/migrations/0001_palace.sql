@@ -3,6 +3,10 @@
 -- version 6, in PostgreSQL's types (timestamptz, jsonb, bytea, pgvector's
 -- vector, tsvector).
 --
+-- Every text column compares byte by byte (COLLATE "C"), as SQLite does,
+-- whatever the database's locale: ids, names and places sort the same on
+-- both backends, and key order is index order.
+--
 -- Tenancy is in the keys: every table's key starts with workspace_id, and
 -- every reference between tables names the workspace too, so no row can
 -- point into another tenant.
@@ -31,8 +35,8 @@ CREATE FUNCTION mempalace_token_count(v tsvector) RETURNS integer
     AS $$ SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0)::integer FROM unnest(v) AS u $$;
 
 CREATE TABLE palace_meta (
-    key   text PRIMARY KEY,
-    value text NOT NULL
+    key   text COLLATE "C" PRIMARY KEY,
+    value text COLLATE "C" NOT NULL
 );
 
 -- One row. `rev` grows with every change a derived index cares about; the
@@ -53,55 +57,55 @@ CREATE TABLE schema_migrations (
 );
 
 CREATE TABLE workspaces (
-    id         text PRIMARY KEY,
+    id         text COLLATE "C" PRIMARY KEY,
     created_at timestamptz NOT NULL
 );
 
 CREATE TABLE drawers (
     seq                 bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
-    workspace_id        text NOT NULL REFERENCES workspaces (id),
-    id                  text NOT NULL,
-    wing                text NOT NULL,
-    room                text NOT NULL,
-    hall                text,
-    content             text NOT NULL,
-    content_hash        text NOT NULL,
+    workspace_id        text COLLATE "C" NOT NULL REFERENCES workspaces (id),
+    id                  text COLLATE "C" NOT NULL,
+    wing                text COLLATE "C" NOT NULL,
+    room                text COLLATE "C" NOT NULL,
+    hall                text COLLATE "C",
+    content             text COLLATE "C" NOT NULL,
+    content_hash        text COLLATE "C" NOT NULL,
     importance          double precision NOT NULL DEFAULT 3.0 CHECK (importance BETWEEN 0 AND 5),
-    memory_type         text CHECK (memory_type IN
+    memory_type         text COLLATE "C" CHECK (memory_type IN
                             ('decision', 'preference', 'milestone', 'problem', 'emotional', 'fact', 'task')),
-    pipeline_tier       text NOT NULL DEFAULT 'llm' CHECK (pipeline_tier IN ('heuristic', 'centroid', 'llm')),
-    state               text NOT NULL DEFAULT 'raw' CHECK (state IN ('raw', 'processed', 'merged', 'failed')),
-    summary             text,
-    source_file         text,
-    added_by            text NOT NULL,
-    added_by_agent      text,
-    owner_user_id       text,
+    pipeline_tier       text COLLATE "C" NOT NULL DEFAULT 'llm' CHECK (pipeline_tier IN ('heuristic', 'centroid', 'llm')),
+    state               text COLLATE "C" NOT NULL DEFAULT 'raw' CHECK (state IN ('raw', 'processed', 'merged', 'failed')),
+    summary             text COLLATE "C",
+    source_file         text COLLATE "C",
+    added_by            text COLLATE "C" NOT NULL,
+    added_by_agent      text COLLATE "C",
+    owner_user_id       text COLLATE "C",
     filed_at            timestamptz NOT NULL,
     updated_at          timestamptz NOT NULL,
     last_accessed_at    timestamptz,
     access_count        bigint NOT NULL DEFAULT 0,
-    superseded_by       text,
-    cluster_id          text,
+    superseded_by       text COLLATE "C",
+    cluster_id          text COLLATE "C",
     retry_count         integer NOT NULL DEFAULT 0,
     entity_count        integer NOT NULL DEFAULT 0,
     triple_count        integer NOT NULL DEFAULT 0,
     confidence          double precision NOT NULL DEFAULT 1.0 CHECK (confidence BETWEEN 0 AND 1),
     decay_rate          double precision NOT NULL DEFAULT 0.01,
-    status              text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'superseded', 'invalidated')),
-    status_reason       text,
-    session_id          text,
+    status              text COLLATE "C" NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'superseded', 'invalidated')),
+    status_reason       text COLLATE "C",
+    session_id          text COLLATE "C",
     context             jsonb NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(context) = 'object'),
-    perception_type     text CHECK (perception_type IN
+    perception_type     text COLLATE "C" CHECK (perception_type IN
                             ('visual', 'tactile', 'auditory', 'proprioceptive', 'procedural')),
     perception_data     bytea,
-    perception_metadata text,
+    perception_metadata text COLLATE "C",
     source_mtime        double precision,
     chunk_index         integer,
     line_start          integer,
     line_end            integer,
-    content_date        text,
+    content_date        text COLLATE "C",
     entities            jsonb NOT NULL DEFAULT '[]' CHECK (jsonb_typeof(entities) = 'array'),
-    embedding_model     text,
+    embedding_model     text COLLATE "C",
     embedding           vector,
     -- Derived: the lexical index entry (written by the store from the
     -- content, CJK pre-segmented) and its token count.
@@ -109,7 +113,7 @@ CREATE TABLE drawers (
     lex_len             integer NOT NULL DEFAULT 0,
     rev                 bigint NOT NULL DEFAULT 0,
     -- Cold-path claims: which worker holds the drawer, until when.
-    claimed_by          text,
+    claimed_by          text COLLATE "C",
     claimed_until       timestamptz,
     PRIMARY KEY (workspace_id, id)
 );
@@ -127,36 +131,36 @@ CREATE INDEX drawers_rev ON drawers (workspace_id, rev);
 CREATE INDEX drawers_lexemes ON drawers USING gin (lexemes);
 
 CREATE TABLE drawer_tags (
-    workspace_id text NOT NULL,
-    drawer_id    text NOT NULL,
-    tag          text NOT NULL,
-    source       text NOT NULL CHECK (source IN ('auto', 'user')),
+    workspace_id text COLLATE "C" NOT NULL,
+    drawer_id    text COLLATE "C" NOT NULL,
+    tag          text COLLATE "C" NOT NULL,
+    source       text COLLATE "C" NOT NULL CHECK (source IN ('auto', 'user')),
     PRIMARY KEY (workspace_id, drawer_id, tag),
     FOREIGN KEY (workspace_id, drawer_id) REFERENCES drawers (workspace_id, id) ON DELETE CASCADE
 );
 CREATE INDEX drawer_tags_tag ON drawer_tags (workspace_id, tag);
 
 CREATE TABLE drawer_tombstones (
-    workspace_id text NOT NULL,
-    id           text NOT NULL,
+    workspace_id text COLLATE "C" NOT NULL,
+    id           text COLLATE "C" NOT NULL,
     rev          bigint NOT NULL,
     PRIMARY KEY (workspace_id, id)
 );
 CREATE INDEX drawer_tombstones_rev ON drawer_tombstones (workspace_id, rev);
 
 CREATE TABLE room_counts (
-    workspace_id text NOT NULL,
-    wing         text NOT NULL,
-    room         text NOT NULL,
+    workspace_id text COLLATE "C" NOT NULL,
+    wing         text COLLATE "C" NOT NULL,
+    room         text COLLATE "C" NOT NULL,
     drawers      bigint NOT NULL,
     PRIMARY KEY (workspace_id, wing, room)
 );
 
 CREATE TABLE hall_counts (
-    workspace_id text NOT NULL,
-    wing         text NOT NULL,
-    room         text NOT NULL,
-    hall         text NOT NULL,
+    workspace_id text COLLATE "C" NOT NULL,
+    wing         text COLLATE "C" NOT NULL,
+    room         text COLLATE "C" NOT NULL,
+    hall         text COLLATE "C" NOT NULL,
     drawers      bigint NOT NULL,
     PRIMARY KEY (workspace_id, wing, room, hall)
 );
@@ -179,21 +183,16 @@ BEGIN
     END IF;
 END $$;
 
--- Revisions, lexical statistics and token counts, before the row is written.
+-- Revisions and token counts, before the row is written.
 CREATE FUNCTION mempalace_drawers_before() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
         NEW.lex_len := coalesce(mempalace_token_count(NEW.lexemes), 0);
         NEW.rev := mempalace_next_rev();
-        UPDATE palace_counters SET lexical_docs = lexical_docs + (NEW.lexemes IS NOT NULL)::int,
-                                   lexical_tokens = lexical_tokens + NEW.lex_len WHERE id = 1;
         RETURN NEW;
     END IF;
     IF NEW.lexemes IS DISTINCT FROM OLD.lexemes THEN
         NEW.lex_len := coalesce(mempalace_token_count(NEW.lexemes), 0);
-        UPDATE palace_counters SET
-            lexical_docs = lexical_docs + (NEW.lexemes IS NOT NULL)::int - (OLD.lexemes IS NOT NULL)::int,
-            lexical_tokens = lexical_tokens + NEW.lex_len - OLD.lex_len WHERE id = 1;
     END IF;
     IF NEW.content IS DISTINCT FROM OLD.content OR NEW.wing IS DISTINCT FROM OLD.wing
         OR NEW.room IS DISTINCT FROM OLD.room OR NEW.hall IS DISTINCT FROM OLD.hall
@@ -207,10 +206,14 @@ BEGIN
     RETURN NEW;
 END $$;
 
--- Counts, tombstones and statistics, after the row is written.
+-- Counts, tombstones and statistics, after the row is written (an insert
+-- that met an existing key fires only the BEFORE trigger, so nothing here
+-- counts a row twice).
 CREATE FUNCTION mempalace_drawers_after() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
+        UPDATE palace_counters SET lexical_docs = lexical_docs + (NEW.lexemes IS NOT NULL)::int,
+                                   lexical_tokens = lexical_tokens + NEW.lex_len WHERE id = 1;
         DELETE FROM drawer_tombstones WHERE workspace_id = NEW.workspace_id AND id = NEW.id;
         IF NEW.status = 'active' THEN
             PERFORM mempalace_count_place(NEW.workspace_id, NEW.wing, NEW.room, NEW.hall, 1);
@@ -225,6 +228,11 @@ BEGIN
             PERFORM mempalace_count_place(OLD.workspace_id, OLD.wing, OLD.room, OLD.hall, -1);
         END IF;
         RETURN NULL;
+    END IF;
+    IF NEW.lexemes IS DISTINCT FROM OLD.lexemes THEN
+        UPDATE palace_counters SET
+            lexical_docs = lexical_docs + (NEW.lexemes IS NOT NULL)::int - (OLD.lexemes IS NOT NULL)::int,
+            lexical_tokens = lexical_tokens + NEW.lex_len - OLD.lex_len WHERE id = 1;
     END IF;
     IF OLD.status = 'active' AND (NEW.status <> 'active' OR NEW.wing <> OLD.wing OR NEW.room <> OLD.room
                                   OR NEW.hall IS DISTINCT FROM OLD.hall) THEN
@@ -244,34 +252,34 @@ CREATE TRIGGER drawers_after AFTER INSERT OR UPDATE OR DELETE ON drawers
     FOR EACH ROW EXECUTE FUNCTION mempalace_drawers_after();
 
 CREATE TABLE identities (
-    workspace_id text PRIMARY KEY REFERENCES workspaces (id),
-    text         text NOT NULL,
+    workspace_id text COLLATE "C" PRIMARY KEY REFERENCES workspaces (id),
+    text         text COLLATE "C" NOT NULL,
     updated_at   timestamptz NOT NULL
 );
 
 CREATE TABLE entities (
-    workspace_id    text NOT NULL REFERENCES workspaces (id),
-    id              text NOT NULL,
-    name            text NOT NULL,
-    entity_type     text NOT NULL DEFAULT 'unknown',
+    workspace_id    text COLLATE "C" NOT NULL REFERENCES workspaces (id),
+    id              text COLLATE "C" NOT NULL,
+    name            text COLLATE "C" NOT NULL,
+    entity_type     text COLLATE "C" NOT NULL DEFAULT 'unknown',
     properties      jsonb NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(properties) = 'object'),
-    embedding_model text,
+    embedding_model text COLLATE "C",
     embedding       vector,
     created_at      timestamptz NOT NULL,
     PRIMARY KEY (workspace_id, id)
 );
 
 CREATE TABLE triples (
-    workspace_id     text NOT NULL,
-    id               text NOT NULL,
-    subject          text NOT NULL,
-    predicate        text NOT NULL,
-    object           text NOT NULL,
+    workspace_id     text COLLATE "C" NOT NULL,
+    id               text COLLATE "C" NOT NULL,
+    subject          text COLLATE "C" NOT NULL,
+    predicate        text COLLATE "C" NOT NULL,
+    object           text COLLATE "C" NOT NULL,
     valid_from       timestamptz,
     valid_to         timestamptz,
     confidence       double precision NOT NULL DEFAULT 1.0 CHECK (confidence BETWEEN 0 AND 1),
-    source_drawer_id text,
-    source           text,
+    source_drawer_id text COLLATE "C",
+    source           text COLLATE "C",
     created_at       timestamptz NOT NULL,
     PRIMARY KEY (workspace_id, id),
     FOREIGN KEY (workspace_id, subject) REFERENCES entities (workspace_id, id),
@@ -285,21 +293,21 @@ CREATE INDEX triples_source_drawer ON triples (workspace_id, source_drawer_id) W
 CREATE INDEX triples_open ON triples (workspace_id, subject, predicate, object) WHERE valid_to IS NULL;
 
 CREATE TABLE entity_mentions (
-    workspace_id text NOT NULL,
-    entity_id    text NOT NULL,
-    drawer_id    text NOT NULL,
+    workspace_id text COLLATE "C" NOT NULL,
+    entity_id    text COLLATE "C" NOT NULL,
+    drawer_id    text COLLATE "C" NOT NULL,
     PRIMARY KEY (workspace_id, entity_id, drawer_id),
     FOREIGN KEY (workspace_id, drawer_id) REFERENCES drawers (workspace_id, id) ON DELETE CASCADE
 );
 CREATE INDEX entity_mentions_drawer ON entity_mentions (workspace_id, drawer_id);
 
 CREATE TABLE sessions (
-    workspace_id  text NOT NULL REFERENCES workspaces (id),
-    id            text NOT NULL,
-    agent         text,
-    user_id       text,
+    workspace_id  text COLLATE "C" NOT NULL REFERENCES workspaces (id),
+    id            text COLLATE "C" NOT NULL,
+    agent         text COLLATE "C",
+    user_id       text COLLATE "C",
     context       jsonb NOT NULL DEFAULT '{}' CHECK (jsonb_typeof(context) = 'object'),
-    status        text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'ended')),
+    status        text COLLATE "C" NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'ended')),
     outcome_score double precision,
     session_count integer NOT NULL DEFAULT 1,
     started_at    timestamptz NOT NULL,
@@ -308,14 +316,14 @@ CREATE TABLE sessions (
 );
 
 CREATE TABLE episodic_summaries (
-    workspace_id text NOT NULL REFERENCES workspaces (id),
-    id           text NOT NULL,
-    session_id   text NOT NULL,
-    source_id    text,
-    agent        text,
-    user_id      text,
-    summary      text NOT NULL,
-    l0_abstract  text NOT NULL,
+    workspace_id text COLLATE "C" NOT NULL REFERENCES workspaces (id),
+    id           text COLLATE "C" NOT NULL,
+    session_id   text COLLATE "C" NOT NULL,
+    source_id    text COLLATE "C",
+    agent        text COLLATE "C",
+    user_id      text COLLATE "C",
+    summary      text COLLATE "C" NOT NULL,
+    l0_abstract  text COLLATE "C" NOT NULL,
     key_topics   jsonb NOT NULL DEFAULT '[]' CHECK (jsonb_typeof(key_topics) = 'array'),
     created_at   timestamptz NOT NULL,
     expires_at   timestamptz,
@@ -326,42 +334,42 @@ CREATE UNIQUE INDEX episodic_source ON episodic_summaries (workspace_id, source_
 CREATE INDEX episodic_session ON episodic_summaries (workspace_id, session_id);
 
 CREATE TABLE tunnels (
-    workspace_id text NOT NULL REFERENCES workspaces (id),
-    id           text NOT NULL,
-    wing_a       text NOT NULL,
-    room_a       text NOT NULL,
-    wing_b       text NOT NULL,
-    room_b       text NOT NULL,
-    label        text,
-    created_by   text,
+    workspace_id text COLLATE "C" NOT NULL REFERENCES workspaces (id),
+    id           text COLLATE "C" NOT NULL,
+    wing_a       text COLLATE "C" NOT NULL,
+    room_a       text COLLATE "C" NOT NULL,
+    wing_b       text COLLATE "C" NOT NULL,
+    room_b       text COLLATE "C" NOT NULL,
+    label        text COLLATE "C",
+    created_by   text COLLATE "C",
     created_at   timestamptz NOT NULL,
     PRIMARY KEY (workspace_id, id)
 );
 
 CREATE TABLE centroids (
-    workspace_id    text NOT NULL REFERENCES workspaces (id),
-    memory_type     text NOT NULL,
-    embedding_model text NOT NULL,
+    workspace_id    text COLLATE "C" NOT NULL REFERENCES workspaces (id),
+    memory_type     text COLLATE "C" NOT NULL,
+    embedding_model text COLLATE "C" NOT NULL,
     vector          vector NOT NULL,
     sample_count    integer NOT NULL,
     computed_at     timestamptz NOT NULL,
-    source_hash     text NOT NULL,
+    source_hash     text COLLATE "C" NOT NULL,
     PRIMARY KEY (workspace_id, memory_type)
 );
 
 CREATE TABLE embedding_cache (
-    workspace_id text NOT NULL,
-    model        text NOT NULL,
-    content_hash text NOT NULL,
+    workspace_id text COLLATE "C" NOT NULL,
+    model        text COLLATE "C" NOT NULL,
+    content_hash text COLLATE "C" NOT NULL,
     vector       vector NOT NULL,
     created_at   timestamptz NOT NULL,
     PRIMARY KEY (workspace_id, model, content_hash)
 );
 
 CREATE TABLE source_cursors (
-    workspace_id text NOT NULL,
-    source       text NOT NULL,
-    cursor       text NOT NULL,
+    workspace_id text COLLATE "C" NOT NULL,
+    source       text COLLATE "C" NOT NULL,
+    cursor       text COLLATE "C" NOT NULL,
     updated_at   timestamptz NOT NULL,
     PRIMARY KEY (workspace_id, source)
 );
@@ -369,9 +377,9 @@ CREATE TABLE source_cursors (
 -- Periodic jobs: one row per (job, tick) that ran, so a tick's job runs
 -- once however many processes reach it (see `jobs.rs`).
 CREATE TABLE job_ticks (
-    job        text NOT NULL,
+    job        text COLLATE "C" NOT NULL,
     tick       bigint NOT NULL,
-    holder     text NOT NULL,
+    holder     text COLLATE "C" NOT NULL,
     started_at timestamptz NOT NULL,
     PRIMARY KEY (job, tick)
 );

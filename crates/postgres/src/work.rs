@@ -1,0 +1,171 @@
+//! Background work shared by many processes.
+//!
+//! Cold-path claims: `SELECT … FOR UPDATE SKIP LOCKED` picks raw drawers
+//! that no live claim holds and that no other transaction is claiming at
+//! this moment, and marks them with the worker and a deadline, in one
+//! transaction. Concurrent claimers therefore split the work instead of
+//! queueing on each other, and never receive the same drawer. Completion
+//! checks the holder, so a worker whose claim expired and was taken over
+//! cannot overwrite the new holder's outcome.
+//!
+//! Periodic jobs (seed 4): every process computes the same wall-clock
+//! ticks; at a tick each calls [`try_start_job`], which takes a session
+//! advisory lock for the job (`pg_try_advisory_lock`, keyed by schema and
+//! job name) on a dedicated connection and records `(job, tick)` in
+//! `job_ticks`. Only the process that gets the lock and inserts the row
+//! runs the job; the lock stays held on that connection until
+//! [`release_job`] (so a long run is never overlapped by the next tick's),
+//! and PostgreSQL drops it by itself if the process dies. The `(job, tick)`
+//! key makes "once per tick" hold even when a fast run has already released
+//! the lock before a slower process reaches the same tick.
+
+use deadpool_postgres::Transaction;
+use mempalace_core::{Drawer, DrawerId, Timestamp, WorkspaceId};
+use mempalace_store::{StoreError, StoreResult};
+use serde_json::Value;
+
+use crate::error::Context;
+use crate::records::attach_tags;
+use crate::row::{drawer_columns_of, drawer_from_row, limit};
+
+const JOB_LOCK_KEY: &str = "hashtext(current_schema() || '/mempalace/job/' || $1)";
+
+pub(crate) async fn claim_raw_drawers(
+    tx: &Transaction<'_>,
+    workspace: &WorkspaceId,
+    worker: &str,
+    count: usize,
+    now: &Timestamp,
+    until: &Timestamp,
+) -> StoreResult<Vec<Drawer>> {
+    let sql = format!(
+        "WITH picked AS ( \
+             SELECT workspace_id, id FROM drawers \
+             WHERE workspace_id = $1 AND state = 'raw' AND (claimed_until IS NULL OR claimed_until < $2) \
+             ORDER BY filed_at, id LIMIT $3 FOR UPDATE SKIP LOCKED) \
+         UPDATE drawers d SET claimed_by = $4, claimed_until = $5 FROM picked \
+         WHERE d.workspace_id = picked.workspace_id AND d.id = picked.id \
+         RETURNING {}",
+        drawer_columns_of("d")
+    );
+    let stmt = tx.prepare_cached(&sql).await.ctx("claiming raw drawers")?;
+    let rows = tx
+        .query(&stmt, &[&workspace.as_str(), now, &limit(count), &worker, until])
+        .await
+        .ctx("claiming raw drawers")?;
+    let mut drawers = rows.iter().map(|row| drawer_from_row(row, 0)).collect::<StoreResult<Vec<_>>>()?;
+    drawers.sort_by(|a, b| a.filed_at.cmp(&b.filed_at).then_with(|| a.id.cmp(&b.id)));
+    attach_tags(tx, workspace, &mut drawers).await?;
+    Ok(drawers)
+}
+
+pub(crate) async fn complete_claims(
+    tx: &Transaction<'_>,
+    workspace: &WorkspaceId,
+    worker: &str,
+    drawers: &[Drawer],
+) -> StoreResult<Vec<DrawerId>> {
+    let c = "completing claims";
+    let stmt = tx
+        .prepare_cached(
+            "UPDATE drawers SET state = $3, pipeline_tier = $4, memory_type = $5, importance = $6, \
+             confidence = $7, summary = $8, entities = $9, entity_count = $10, triple_count = $11, \
+             retry_count = $12, updated_at = $13, claimed_by = NULL, claimed_until = NULL \
+             WHERE workspace_id = $1 AND id = $2 AND claimed_by = $14",
+        )
+        .await
+        .ctx(c)?;
+    let forget =
+        tx.prepare_cached("DELETE FROM entity_mentions WHERE workspace_id = $1 AND drawer_id = $2").await.ctx(c)?;
+    let mut done = Vec::new();
+    for drawer in drawers {
+        if drawer.workspace_id != *workspace {
+            return Err(StoreError::invalid(format!("drawer {} is not in workspace {workspace}", drawer.id)));
+        }
+        let entities = Value::Array(drawer.entities.iter().cloned().map(Value::String).collect());
+        let changed = tx
+            .execute(
+                &stmt,
+                &[
+                    &workspace.as_str(),
+                    &drawer.id.as_str(),
+                    &drawer.state.as_str(),
+                    &drawer.pipeline_tier.as_str(),
+                    &drawer.memory_type.map(|t| t.as_str()),
+                    &drawer.importance.get(),
+                    &drawer.confidence.get(),
+                    &drawer.summary,
+                    &entities,
+                    &i32::try_from(drawer.entity_count).unwrap_or(i32::MAX),
+                    &i32::try_from(drawer.triple_count).unwrap_or(i32::MAX),
+                    &i32::try_from(drawer.retry_count).unwrap_or(i32::MAX),
+                    &drawer.updated_at,
+                    &worker,
+                ],
+            )
+            .await
+            .ctx(c)?;
+        if changed == 0 {
+            continue;
+        }
+        tx.execute(&forget, &[&workspace.as_str(), &drawer.id.as_str()]).await.ctx(c)?;
+        crate::kg::write_mentions(tx, workspace, &drawer.id, &drawer.entities).await?;
+        done.push(drawer.id.clone());
+    }
+    Ok(done)
+}
+
+/// Takes the job's advisory lock on `client` and records the tick; true
+/// when this caller runs the tick's job (the lock then stays held on
+/// `client`). Otherwise nothing is held.
+pub(crate) async fn try_start_job(
+    client: &deadpool_postgres::Object,
+    job: &str,
+    tick: i64,
+    holder: &str,
+    now: &Timestamp,
+) -> StoreResult<bool> {
+    let locked: bool = client
+        .query_one(&format!("SELECT pg_try_advisory_lock({JOB_LOCK_KEY})"), &[&job])
+        .await
+        .ctx("locking a job")?
+        .get(0);
+    if !locked {
+        return Ok(false);
+    }
+    let inserted = client
+        .execute(
+            "INSERT INTO job_ticks (job, tick, holder, started_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+            &[&job, &tick, &holder, now],
+        )
+        .await;
+    match inserted {
+        Ok(1) => Ok(true),
+        Ok(_) => {
+            unlock(client, job).await;
+            Ok(false)
+        }
+        Err(error) => {
+            unlock(client, job).await;
+            Err(crate::error::map("recording a job tick", error))
+        }
+    }
+}
+
+async fn unlock(client: &deadpool_postgres::Object, job: &str) -> bool {
+    match client.query_one(&format!("SELECT pg_advisory_unlock({JOB_LOCK_KEY})"), &[&job]).await {
+        Ok(row) => row.get(0),
+        Err(error) => {
+            tracing::warn!(job, error = %crate::error::describe(&error), "releasing a job lock failed");
+            false
+        }
+    }
+}
+
+/// Releases a job's lock and returns the connection to the pool; a
+/// connection that cannot release it is closed instead (which releases it).
+pub(crate) async fn release_job(client: deadpool_postgres::Object, job: &str) {
+    if !unlock(&client, job).await {
+        drop(deadpool_postgres::Object::take(client));
+    }
+}

@@ -1,0 +1,209 @@
+//! The PostgreSQL backend against the conformance suite, plus what only a
+//! server backend has: several stores (processes) on one schema, schemas as
+//! separate palaces, locks that end with their connection, pgvector search.
+//!
+//! The server comes from `MEMPALACE_TEST_DATABASE_URL` (scripts/test.sh
+//! starts a throwaway cluster and sets it). Without it these tests fail —
+//! they never pass silently without having run — unless
+//! `MEMPALACE_TEST_POSTGRES=skip` says so explicitly.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use mempalace_core::{Embedding, WorkspaceId};
+use mempalace_postgres::{PgOptions, PgStore};
+use mempalace_store::conformance::{self, drawer};
+use mempalace_store::{DrawerFilter, Store, StoreError, StoreRead, StoreWrite};
+
+/// The test server's URL; `None` only when skipping was asked for.
+fn server() -> Option<String> {
+    match std::env::var("MEMPALACE_TEST_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("MEMPALACE_TEST_POSTGRES").as_deref() == Ok("skip") => {
+            eprintln!("PostgreSQL tests skipped (MEMPALACE_TEST_POSTGRES=skip)");
+            None
+        }
+        _ => panic!(
+            "MEMPALACE_TEST_DATABASE_URL is not set: the PostgreSQL tests need a server. Run ./scripts/test.sh \
+             (it starts one), or `scripts/postgres.sh start` and export the URL it prints \
+             (MEMPALACE_TEST_POSTGRES=skip skips these tests deliberately)"
+        ),
+    }
+}
+
+/// A schema of its own on the test server, dropped at the end.
+struct Schema {
+    url: String,
+    admin: String,
+    name: String,
+}
+
+impl Schema {
+    fn new(admin: &str) -> Self {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let name = format!("t_{}_{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+        sql(admin, &format!("DROP SCHEMA IF EXISTS {name} CASCADE; CREATE SCHEMA {name}"));
+        let separator = if admin.contains('?') { '&' } else { '?' };
+        let url = format!("{admin}{separator}options=-csearch_path%3D{name}%2Cpublic");
+        Self { url, admin: admin.to_string(), name }
+    }
+
+    fn open(&self) -> PgStore {
+        PgStore::open(&self.url, PgOptions { max_connections: 8, ..PgOptions::default() }).expect("open the palace")
+    }
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        sql(&self.admin, &format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name));
+    }
+}
+
+/// Runs SQL on its own connection.
+fn sql(url: &str, statements: &str) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.expect("connect");
+        tokio::spawn(connection);
+        client.batch_execute(statements).await.expect("run SQL");
+    });
+}
+
+fn fresh() -> Option<(Schema, Arc<dyn Store>)> {
+    let admin = server()?;
+    let schema = Schema::new(&admin);
+    let store = schema.open();
+    Some((schema, Arc::new(store)))
+}
+
+macro_rules! conformance_tests {
+    ($($name:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                let Some((_schema, store)) = fresh() else { return };
+                conformance::$name(store.as_ref());
+            }
+        )+
+    };
+}
+
+conformance_tests!(
+    check_drawer_round_trip,
+    check_put_is_idempotent,
+    check_taxonomy_follows_writes,
+    check_workspace_isolation,
+    check_identity,
+    check_scan_pages_through_everything,
+    check_import_round_trip,
+    check_verify_and_rebuild,
+    check_embedding_lookup_and_backfill,
+    check_lexical_search_and_filters,
+    check_vector_change_feed,
+    check_listings_and_access,
+    check_knowledge_graph,
+    check_mentions_halls_and_tunnels,
+    check_pages_replacement_and_sessions,
+    check_source_cursors,
+    check_claims,
+    check_periodic_jobs,
+);
+
+#[test]
+fn check_concurrent_writers() {
+    let Some((_schema, store)) = fresh() else { return };
+    conformance::check_concurrent_writers(store);
+}
+
+#[test]
+fn a_second_store_sees_writes_on_its_next_read() {
+    let Some(admin) = server() else { return };
+    let schema = Schema::new(&admin);
+    let (writer, reader) = (schema.open(), schema.open());
+    let ws = WorkspaceId::default_workspace();
+    assert_eq!(reader.taxonomy(&ws).unwrap().total_drawers, 0);
+    let d = drawer(&ws, "w", "r", "written by the other process");
+    writer.put_drawers(std::slice::from_ref(&d)).unwrap();
+    assert_eq!(reader.taxonomy(&ws).unwrap().total_drawers, 1);
+    assert_eq!(reader.drawer(&ws, &d.id).unwrap(), Some(d));
+    assert!(reader.revision().unwrap() > 0);
+}
+
+#[test]
+fn schemas_are_separate_palaces() {
+    let Some(admin) = server() else { return };
+    let (one, two) = (Schema::new(&admin), Schema::new(&admin));
+    let ws = WorkspaceId::default_workspace();
+    one.open().put_drawers(&[drawer(&ws, "w", "r", "only in the first schema")]).unwrap();
+    assert_eq!(one.open().taxonomy(&ws).unwrap().total_drawers, 1);
+    assert_eq!(two.open().taxonomy(&ws).unwrap().total_drawers, 0);
+}
+
+#[test]
+fn a_dead_holder_releases_its_job() {
+    let Some(admin) = server() else { return };
+    let schema = Schema::new(&admin);
+    let now = chrono::Utc::now();
+    let first = schema.open();
+    let second = schema.open();
+    assert!(first.try_start_job("maintain", 1, "first", Duration::from_secs(3600), now).unwrap());
+    assert!(!second.try_start_job("maintain", 2, "second", Duration::from_secs(3600), now).unwrap());
+    drop(first); // the process ends: its connection, and with it the lock, go
+    assert!(second.try_start_job("maintain", 2, "second", Duration::from_secs(3600), now).unwrap());
+    second.finish_job("maintain", "second").unwrap();
+}
+
+#[test]
+fn vector_search_uses_the_models_hnsw_index_and_the_filter() {
+    let Some((schema, store)) = fresh() else { return };
+    let ws = WorkspaceId::default_workspace();
+    let mut drawers = Vec::new();
+    for i in 0..60 {
+        let angle = i as f32 / 10.0;
+        let mut d = drawer(&ws, if i % 2 == 0 { "even" } else { "odd" }, "r", &format!("vector drawer {i}"));
+        d.embedding = Some(Embedding { model: "test-3d".into(), vector: vec![angle.cos(), angle.sin(), 0.5] });
+        drawers.push(d);
+    }
+    store.put_drawers(&drawers).unwrap();
+    let query = vec![1.0_f32, 0.0, 0.5];
+    let hits = store.vector_search(&ws, "test-3d", &query, &DrawerFilter::default(), 5).unwrap().unwrap();
+    assert_eq!(hits.len(), 5);
+    assert_eq!(hits[0].0, drawers[0].id, "angle 0 is the query itself");
+    assert!((hits[0].1 - 1.0).abs() < 1e-5, "{hits:?}");
+    assert!(hits.windows(2).all(|w| w[0].1 >= w[1].1), "best first: {hits:?}");
+    let odd = DrawerFilter { wings: vec!["odd".into()], ..DrawerFilter::default() };
+    let hits = store.vector_search(&ws, "test-3d", &query, &odd, 5).unwrap().unwrap();
+    assert_eq!(hits.len(), 5);
+    assert_eq!(hits[0].0, drawers[1].id);
+    assert!(hits.iter().all(|(id, _)| id.as_str().contains("odd")), "{hits:?}");
+    let other =
+        store.vector_search(&WorkspaceId::parse("other").unwrap(), "test-3d", &query, &DrawerFilter::default(), 5);
+    assert!(other.unwrap().unwrap().is_empty(), "no other workspace's vectors");
+    assert!(
+        store.vector_search(&ws, "another-model", &query, &DrawerFilter::default(), 5).unwrap().unwrap().is_empty()
+    );
+    let checks = store.verify().unwrap();
+    let index = checks.iter().find(|c| c.name == "vector_indexes").unwrap();
+    assert!(index.ok && index.detail.contains("1 HNSW"), "{index:?}");
+    drop(schema);
+}
+
+#[test]
+fn unreachable_servers_and_newer_schemas_are_refused_clearly() {
+    let Some(admin) = server() else { return };
+    let error = PgStore::open(
+        "postgres://mempalace:secret@127.0.0.1:9/nowhere",
+        PgOptions { connect_timeout: Duration::from_secs(2), ..PgOptions::default() },
+    )
+    .unwrap_err();
+    assert!(matches!(error, StoreError::Unreachable { .. }), "{error}");
+    let message = error.to_string();
+    assert!(message.contains("127.0.0.1:9") && !message.contains("secret"), "{message}");
+
+    let schema = Schema::new(&admin);
+    drop(schema.open());
+    sql(&admin, &format!("INSERT INTO {}.schema_migrations VALUES (99, now())", schema.name));
+    let error = PgStore::open(&schema.url, PgOptions::default()).unwrap_err();
+    assert!(matches!(error, StoreError::SchemaTooNew { found: 99, .. }), "{error}");
+}
