@@ -7,6 +7,9 @@
 //! they never pass silently without having run — unless
 //! `MEMPALACE_TEST_POSTGRES=skip` says so explicitly.
 
+// The deliberate skip says so on stderr.
+#![allow(clippy::print_stderr)]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
