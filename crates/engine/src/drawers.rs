@@ -166,16 +166,19 @@ impl Palace {
         let (Some(model), Some(vector)) = (embedded.model, embedded.vectors.into_iter().next().flatten()) else {
             return Ok(Vec::new());
         };
-        let index = self.vector_index(&model);
-        index.refresh(self.store().as_ref())?;
-        // The index is quantised: over-fetch, then rank by the stored vectors.
-        let candidates = index.search(&vector, limit.saturating_mul(3).max(limit), None::<&HashSet<DrawerId>>);
+        // The in-process index is quantised: over-fetch, then rank by the stored vectors.
+        let candidates = self.nearest(
+            &model,
+            &vector,
+            &mempalace_store::DrawerFilter::default(),
+            limit.saturating_mul(3).max(limit),
+        )?;
         let ids: Vec<DrawerId> = candidates.into_iter().map(|(id, _)| id).collect();
         let mut scored: Vec<(Drawer, f32)> = self
             .store()
             .drawers(self.workspace(), &ids)?
             .into_iter()
-            .filter(|d| d.status == mempalace_core::DrawerStatus::Active)
+            .filter(|d| d.status == mempalace_core::DrawerStatus::Active && d.owner_user_id.is_none())
             .filter_map(|d| {
                 let similarity = d
                     .embedding

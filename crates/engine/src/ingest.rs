@@ -364,10 +364,7 @@ impl Palace {
             pending.iter().filter(|p| !existing.contains(&p.drawer.id)).map(|p| p.drawer.content.as_str()).collect();
         let embedded = self.embed_texts(&texts)?;
         let mut vectors = embedded.vectors.into_iter();
-        let index = embedded.model.as_deref().map(|model| self.vector_index(model));
-        if let Some(index) = &index {
-            index.refresh(self.store().as_ref())?;
-        }
+
         let mut accepted: Vec<(DrawerId, Vec<f32>)> = Vec::new();
         let mut to_file: Vec<(usize, Drawer)> = Vec::new();
         let extractions: Vec<Option<mempalace_core::extract::Extraction>> =
@@ -379,10 +376,16 @@ impl Palace {
                 continue;
             }
             let vector = vectors.next().flatten();
-            if let (Some(vector), false) = (&vector, item.raw) {
-                let mut best: Option<(DrawerId, f32)> = index
-                    .as_ref()
-                    .and_then(|index| index.search(vector, 1, None).into_iter().next())
+            if let (Some(vector), false, Some(model)) = (&vector, item.raw, embedded.model.as_deref()) {
+                // Near-duplicates among the drawers the new one's owner sees.
+                let scope = mempalace_store::DrawerFilter {
+                    viewer: item.drawer.owner_user_id.clone(),
+                    ..mempalace_store::DrawerFilter::default()
+                };
+                let mut best: Option<(DrawerId, f32)> = self
+                    .nearest(model, vector, &scope, 1)?
+                    .into_iter()
+                    .next()
                     .filter(|(_, similarity)| *similarity > DEDUP_THRESHOLD);
                 for (id, other) in &accepted {
                     let similarity = mempalace_core::vector::cosine(vector, other);

@@ -202,6 +202,32 @@ impl Palace {
         )
     }
 
+    /// The drawers nearest to `query` among `model`'s vectors that pass
+    /// `filter`, best first, with their cosine similarity: from the
+    /// backend's own vector index when it keeps one (PostgreSQL: HNSW),
+    /// else from this process's derived index (caught up first; quantised,
+    /// so similarities are approximate).
+    pub fn nearest(
+        &self,
+        model: &str,
+        query: &[f32],
+        filter: &mempalace_store::DrawerFilter,
+        k: usize,
+    ) -> crate::EngineResult<Vec<(mempalace_core::DrawerId, f32)>> {
+        if let Some(hits) = self.store().vector_search(&self.workspace, model, query, filter, k)? {
+            return Ok(hits);
+        }
+        let index = self.vector_index(model);
+        index.refresh(self.store().as_ref())?;
+        let allowed: Option<std::collections::HashSet<mempalace_core::DrawerId>> =
+            if *filter == mempalace_store::DrawerFilter::default() {
+                None
+            } else {
+                Some(self.store().filtered_ids(&self.workspace, filter)?.into_iter().collect())
+            };
+        Ok(index.search(query, k, allowed.as_ref()))
+    }
+
     /// Uses `embedder` for new drawers and queries.
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
         self.embedder = Some(embedder);

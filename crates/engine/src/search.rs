@@ -14,7 +14,7 @@
 //! 4. top `limit` (≤ 50) within 14,000 characters, scores normalised so the
 //!    best is 1.0 (MaxScore); returned drawers get access tracking.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use mempalace_core::filter::{ContextFilter, SpatialSort};
 use mempalace_core::fusion::{
@@ -221,6 +221,11 @@ impl Palace {
         let mut hits: Vec<SearchHit> = Vec::new();
         for id in &head_ids {
             let Some(drawer) = by_id.get(id) else { continue };
+            // A private drawer is shown to its owner only, whichever
+            // channel found it.
+            if drawer.owner_user_id.is_some() && drawer.owner_user_id != request.filter.viewer {
+                continue;
+            }
             if let Some(filter) = &request.context_filter
                 && !filter.matches(&drawer.context)
             {
@@ -378,14 +383,7 @@ impl Palace {
             }
         };
         let model = embedder.model_id().to_string();
-        let index = self.vector_index(&model);
-        index.refresh(self.store().as_ref())?;
-        let allowed: Option<HashSet<DrawerId>> = if *filter == DrawerFilter::default() {
-            None
-        } else {
-            Some(self.store().filtered_ids(self.workspace(), filter)?.into_iter().collect())
-        };
-        let hits = index.search(&query_vector, CANDIDATES, allowed.as_ref());
+        let hits = self.nearest(&model, &query_vector, filter, CANDIDATES)?;
         Ok((hits, Some((model, query_vector)), SearchMode::Hybrid))
     }
 }

@@ -1,21 +1,19 @@
-//! Drawer management on a real SQLite palace: pages, in-place updates that
-//! keep the id, agent diaries, and sessions whose end merges near-identical
+//! Drawer management on a real palace (SQLite and
+//! PostgreSQL): pages, in-place updates that keep the id, agent diaries, and sessions whose end merges near-identical
 //! insights and writes the episodic summary.
 
-use std::sync::Arc;
+mod common;
+
+use common::{Backend, Fixture};
 
 use mempalace_core::{Content, DrawerStatus, Hall, Room, Wing, WorkspaceId};
 use mempalace_engine::drawers::{DiaryEntry, DrawerUpdate};
 use mempalace_engine::{IngestRequest, Palace, SearchRequest};
-use mempalace_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::{Map, json};
 
-fn palace() -> (tempfile::TempDir, Palace) {
-    let dir = tempfile::tempdir().unwrap();
-    let store =
-        SqliteStore::open(&dir.path().join("palace.db"), SqliteOptions { create: true, ..SqliteOptions::default() })
-            .unwrap();
-    (dir, Palace::new(Arc::new(store), WorkspaceId::default_workspace()))
+fn palace(backend: Backend) -> (Fixture, Palace) {
+    let (fixture, store) = common::store(backend).expect("PostgreSQL tests skipped");
+    (fixture, Palace::new(store, WorkspaceId::default_workspace()))
 }
 
 fn file(palace: &Palace, wing: &str, room: &str, text: &str) -> mempalace_core::DrawerId {
@@ -24,9 +22,8 @@ fn file(palace: &Palace, wing: &str, room: &str, text: &str) -> mempalace_core::
     palace.ingest(request).unwrap().drawer_ids()[0].clone()
 }
 
-#[test]
-fn updates_keep_the_id_and_move_text_index_and_counts() {
-    let (_dir, palace) = palace();
+fn updates_keep_the_id_and_move_text_index_and_counts(backend: Backend) {
+    let (_dir, palace) = palace(backend);
     let id = file(&palace, "lab", "notes", "The centrifuge hums at 4000 rpm.");
     file(&palace, "lab", "notes", "Pipettes are calibrated every Monday.");
     let update = DrawerUpdate {
@@ -54,9 +51,8 @@ fn updates_keep_the_id_and_move_text_index_and_counts() {
     assert!(palace.update_drawer(&missing, DrawerUpdate::default()).is_err());
 }
 
-#[test]
-fn diaries_are_per_agent_and_newest_first() {
-    let (_dir, palace) = palace();
+fn diaries_are_per_agent_and_newest_first(backend: Backend) {
+    let (_dir, palace) = palace(backend);
     let entry = |agent: &str, text: &str| DiaryEntry {
         agent: agent.into(),
         text: Content::parse(text).unwrap(),
@@ -78,9 +74,8 @@ fn diaries_are_per_agent_and_newest_first() {
     assert_eq!(palace.diary_read("claude", None, Some("diary"), 1).unwrap().entries.len(), 1);
 }
 
-#[test]
-fn ending_a_session_merges_near_identical_insights_and_summarises() {
-    let (_dir, palace) = palace();
+fn ending_a_session_merges_near_identical_insights_and_summarises(backend: Backend) {
+    let (_dir, palace) = palace(backend);
     let session = palace.start_session(Some("arm-01".into()), Map::new()).unwrap();
     let wing = Wing::parse("default").unwrap();
     let learn = |text: &str| {
@@ -111,3 +106,9 @@ fn ending_a_session_merges_near_identical_insights_and_summarises() {
     assert_eq!((stored.status.as_str(), stored.outcome_score), ("ended", Some(0.7)));
     assert!(palace.end_session("no-such-session", None).is_err());
 }
+
+on_both!(
+    updates_keep_the_id_and_move_text_index_and_counts,
+    diaries_are_per_agent_and_newest_first,
+    ending_a_session_merges_near_identical_insights_and_summarises,
+);

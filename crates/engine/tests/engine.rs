@@ -1,4 +1,4 @@
-//! The engine end to end on a real SQLite palace: ingestion pipeline,
+//! The engine end to end on a real palace (SQLite and PostgreSQL): ingestion pipeline,
 //! dedup, the pool, hybrid search quality with the real MiniLM, lexical
 //! fallback and recovery, and the retrieval layers.
 //!
@@ -8,6 +8,9 @@
 // Diagnostics of the retrieval test are printed for the person running it.
 #![allow(clippy::print_stderr)]
 
+mod common;
+
+use common::{Backend, Fixture};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -22,7 +25,6 @@ use mempalace_embed::{EmbedError, EmbedResult, Embedder};
 use mempalace_engine::ingest::ChunkOutcome;
 use mempalace_engine::pool::{IngestPool, PoolConfig, SubmitError};
 use mempalace_engine::{Fusion, IngestRequest, Palace, SearchMode, SearchRequest};
-use mempalace_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::Value;
 
 fn model_root() -> PathBuf {
@@ -41,16 +43,13 @@ fn static_model() -> Arc<dyn Embedder> {
     MODEL.get_or_init(|| Arc::new(StaticModel::load(&static_dir(&model_root())).expect("load static model"))).clone()
 }
 
-fn palace(embedder: Option<Arc<dyn Embedder>>) -> (tempfile::TempDir, Palace) {
-    let dir = tempfile::tempdir().unwrap();
-    let store =
-        SqliteStore::open(&dir.path().join("palace.db"), SqliteOptions { create: true, ..SqliteOptions::default() })
-            .unwrap();
-    let mut palace = Palace::new(Arc::new(store), WorkspaceId::default_workspace());
+fn palace(backend: Backend, embedder: Option<Arc<dyn Embedder>>) -> (Fixture, Palace) {
+    let (fixture, store) = common::store(backend).expect("PostgreSQL tests skipped");
+    let mut palace = Palace::new(store, WorkspaceId::default_workspace());
     if let Some(embedder) = embedder {
         palace = palace.with_embedder(embedder);
     }
-    (dir, palace)
+    (fixture, palace)
 }
 
 fn request(wing: &str, room: &str, text: &str) -> IngestRequest {
@@ -126,9 +125,8 @@ fn distractors() -> Vec<String> {
 /// Issue 4: 200 varied drawers; paraphrased queries find their drawer in
 /// the top 3 for at least 90% of 30 queries with the hybrid search, and
 /// exact identifiers win through BM25.
-#[test]
-fn hybrid_search_finds_paraphrases_and_exact_keywords() {
-    let (_dir, palace) = palace(Some(minilm()));
+fn hybrid_search_finds_paraphrases_and_exact_keywords(backend: Backend) {
+    let (_dir, palace) = palace(backend, Some(minilm()));
     let data = data();
     let mut requests = Vec::new();
     for target in data["targets"].as_array().unwrap() {
@@ -205,9 +203,8 @@ impl Embedder for Constant {
     }
 }
 
-#[test]
-fn exact_codes_win_through_bm25_even_with_a_useless_embedder() {
-    let (_dir, palace) = palace(Some(Arc::new(Constant)));
+fn exact_codes_win_through_bm25_even_with_a_useless_embedder(backend: Backend) {
+    let (_dir, palace) = palace(backend, Some(Arc::new(Constant)));
     let data = data();
     let mut requests = Vec::new();
     for keyword in data["keywords"].as_array().unwrap() {
@@ -229,9 +226,8 @@ fn exact_codes_win_through_bm25_even_with_a_useless_embedder() {
     }
 }
 
-#[test]
-fn dedup_skips_the_same_text_and_near_paraphrases() {
-    let (_dir, palace) = palace(Some(minilm()));
+fn dedup_skips_the_same_text_and_near_paraphrases(backend: Backend) {
+    let (_dir, palace) = palace(backend, Some(minilm()));
     let first = palace
         .ingest(request("w", "r", "The release build failed because the disk on the CI runner was full."))
         .unwrap();
@@ -263,9 +259,8 @@ fn dedup_skips_the_same_text_and_near_paraphrases() {
     assert!(matches!(outcomes[1], ChunkOutcome::Duplicate { .. }), "{outcomes:?}");
 }
 
-#[test]
-fn noise_is_dropped_long_text_is_chunked_and_raw_text_is_verbatim() {
-    let (_dir, palace) = palace(Some(static_model()));
+fn noise_is_dropped_long_text_is_chunked_and_raw_text_is_verbatim(backend: Backend) {
+    let (_dir, palace) = palace(backend, Some(static_model()));
     assert!(palace.ingest(request("w", "r", "thanks!")).unwrap().noise);
     let long: String =
         (0..30).map(|i| format!("Sentence {i} describes the calibration step number {i} in detail. ")).collect();
@@ -304,10 +299,9 @@ impl Embedder for Gate {
     }
 }
 
-#[test]
-fn a_full_queue_drops_and_counts_without_blocking_and_shutdown_drains() {
+fn a_full_queue_drops_and_counts_without_blocking_and_shutdown_drains(backend: Backend) {
     let gate = Arc::new(Gate { open: AtomicBool::new(false), calls: AtomicUsize::new(0) });
-    let (_dir, palace) = palace(Some(gate.clone() as Arc<dyn Embedder>));
+    let (_dir, palace) = palace(backend, Some(gate.clone() as Arc<dyn Embedder>));
     let pool = IngestPool::start(palace.clone(), PoolConfig { workers: 1, capacity: 3 }, None);
     let started = Instant::now();
     let mut dropped = 0;
@@ -330,10 +324,9 @@ fn a_full_queue_drops_and_counts_without_blocking_and_shutdown_drains() {
     assert!(pool.submit(request("w", "r", "after shutdown there is nothing")).is_err());
 }
 
-#[test]
-fn the_pool_batches_embedding_calls_across_queued_work() {
+fn the_pool_batches_embedding_calls_across_queued_work(backend: Backend) {
     let gate = Arc::new(Gate { open: AtomicBool::new(false), calls: AtomicUsize::new(0) });
-    let (_dir, palace) = palace(Some(gate.clone() as Arc<dyn Embedder>));
+    let (_dir, palace) = palace(backend, Some(gate.clone() as Arc<dyn Embedder>));
     let events = palace.events().subscribe(100);
     let pool = IngestPool::start(palace.clone(), PoolConfig { workers: 1, capacity: 100 }, None);
     for i in 0..30 {
@@ -373,15 +366,14 @@ impl Embedder for Flaky {
     }
 }
 
-#[test]
-fn a_failing_provider_degrades_search_to_bm25_and_recovers() {
+fn a_failing_provider_degrades_search_to_bm25_and_recovers(backend: Backend) {
     let flaky = Arc::new(Flaky { broken: AtomicBool::new(false) });
     let base = Instant::now();
     let offset = Arc::new(AtomicU64::new(0));
     let clock_offset = Arc::clone(&offset);
     let clock: Clock = Arc::new(move || base + Duration::from_secs(clock_offset.load(Ordering::SeqCst)));
     let provider = Arc::new(Resilient::with_clock(Arc::clone(&flaky), clock));
-    let (_dir, palace) = palace(Some(provider as Arc<dyn Embedder>));
+    let (_dir, palace) = palace(backend, Some(provider as Arc<dyn Embedder>));
     palace.ingest(request("w", "r", "The gripper calibration uses a force of 12.5 newtons.")).unwrap();
     let query = SearchRequest { query: "gripper calibration force".into(), ..Default::default() };
     assert_eq!(palace.search(&query).unwrap().mode, SearchMode::Hybrid);
@@ -408,9 +400,8 @@ fn a_failing_provider_degrades_search_to_bm25_and_recovers() {
     assert_eq!(recovered.hits.len(), 1);
 }
 
-#[test]
-fn without_an_embedder_search_is_lexical_and_says_so() {
-    let (_dir, palace) = palace(None);
+fn without_an_embedder_search_is_lexical_and_says_so(backend: Backend) {
+    let (_dir, palace) = palace(backend, None);
     palace.ingest(request("w", "r", "Error code E4471 appears when the firmware overheats.")).unwrap();
     let outcome = palace.search(&SearchRequest { query: "E4471 firmware".into(), ..Default::default() }).unwrap();
     assert!(matches!(outcome.mode, SearchMode::LexicalOnly(_)));
@@ -420,9 +411,8 @@ fn without_an_embedder_search_is_lexical_and_says_so() {
     assert_eq!(again.hits[0].drawer.access_count, 1, "returned drawers get access tracking");
 }
 
-#[test]
-fn wake_up_recall_and_inject() {
-    let (_dir, palace) = palace(Some(minilm()));
+fn wake_up_recall_and_inject(backend: Backend) {
+    let (_dir, palace) = palace(backend, Some(minilm()));
     palace.set_identity(&mempalace_core::Identity::parse("I am Atlas, the lab assistant.").unwrap()).unwrap();
     let mut important = request("lab", "decisions", "We decided to keep PostgreSQL as the backend database for good.");
     important.importance = Some(mempalace_core::Importance::new(5.0).unwrap());
@@ -446,9 +436,8 @@ fn wake_up_recall_and_inject() {
     assert!(unrelated.section.is_none(), "{:?}", unrelated.section);
 }
 
-#[test]
-fn learn_files_an_insight_with_category_tags_and_scope() {
-    let (_dir, palace) = palace(Some(static_model()));
+fn learn_files_an_insight_with_category_tags_and_scope(backend: Backend) {
+    let (_dir, palace) = palace(backend, Some(static_model()));
     let learned = palace
         .learn("grip_force=12.5N works best because sensor was calibrated", &Wing::parse("robot").unwrap(), None, None)
         .unwrap();
@@ -459,3 +448,16 @@ fn learn_files_an_insight_with_category_tags_and_scope() {
     assert_eq!(drawer.context["scope_entities"], serde_json::json!(["grip_force"]));
     assert!(drawer.tags.iter().any(|t| t.tag == "root_cause"));
 }
+
+on_both!(
+    hybrid_search_finds_paraphrases_and_exact_keywords,
+    exact_codes_win_through_bm25_even_with_a_useless_embedder,
+    dedup_skips_the_same_text_and_near_paraphrases,
+    noise_is_dropped_long_text_is_chunked_and_raw_text_is_verbatim,
+    a_full_queue_drops_and_counts_without_blocking_and_shutdown_drains,
+    the_pool_batches_embedding_calls_across_queued_work,
+    a_failing_provider_degrades_search_to_bm25_and_recovers,
+    without_an_embedder_search_is_lexical_and_says_so,
+    wake_up_recall_and_inject,
+    learn_files_an_insight_with_category_tags_and_scope,
+);

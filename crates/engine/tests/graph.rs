@@ -1,8 +1,10 @@
-//! The knowledge graph and the palace graph end to end on a real SQLite
-//! palace (issue 5): temporal facts, extraction at ingestion, the graph
+//! The knowledge graph and the palace graph end to end on a real palace
+//! (SQLite and PostgreSQL) (issue 5): temporal facts, extraction at ingestion, the graph
 //! signal in search, and the room graph with explicit tunnels.
 
-use std::sync::Arc;
+mod common;
+
+use common::{Backend, Fixture};
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use mempalace_core::time::{DayEdge, Timestamp, parse_timestamp};
@@ -10,26 +12,25 @@ use mempalace_core::tunnel::Place;
 use mempalace_core::{DrawerId, Hall, Room, Wing, WorkspaceId};
 use mempalace_engine::kg::parse_date;
 use mempalace_engine::{EngineError, IngestRequest, Palace, SearchRequest};
-use mempalace_sqlite::{SqliteOptions, SqliteStore};
 use mempalace_store::{Direction, StoreError, TripleOutcome};
 
-/// Seconds since the epoch that [`test_clock`] reports; each test sets it.
-static NOW: AtomicI64 = AtomicI64::new(0);
+thread_local! {
+    /// Seconds since the epoch that [`test_clock`] reports on this test's
+    /// thread; each test sets it (tests run in parallel).
+    static NOW: AtomicI64 = const { AtomicI64::new(0) };
+}
 
 fn test_clock() -> Timestamp {
-    Timestamp::from_timestamp(NOW.load(Ordering::SeqCst), 0).expect("test clock in range")
+    Timestamp::from_timestamp(NOW.with(|now| now.load(Ordering::SeqCst)), 0).expect("test clock in range")
 }
 
 fn set_now(text: &str) {
-    NOW.store(parse_timestamp(text, "now", DayEdge::Start).unwrap().timestamp(), Ordering::SeqCst);
+    NOW.with(|now| now.store(parse_timestamp(text, "now", DayEdge::Start).unwrap().timestamp(), Ordering::SeqCst));
 }
 
-fn palace() -> (tempfile::TempDir, Palace) {
-    let dir = tempfile::tempdir().unwrap();
-    let store =
-        SqliteStore::open(&dir.path().join("palace.db"), SqliteOptions { create: true, ..SqliteOptions::default() })
-            .unwrap();
-    (dir, Palace::new(Arc::new(store), WorkspaceId::default_workspace()))
+fn palace(backend: Backend) -> (Fixture, Palace) {
+    let (fixture, store) = common::store(backend).expect("PostgreSQL tests skipped");
+    (fixture, Palace::new(store, WorkspaceId::default_workspace()))
 }
 
 fn day(text: &str, edge: DayEdge) -> Option<Timestamp> {
@@ -54,9 +55,8 @@ fn ingest(palace: &Palace, wing: &str, room: &str, text: &str) -> DrawerId {
 /// As-of before, during and after a window; "what did we use before
 /// PostgreSQL?" from the timeline; ending and re-stating; the identical
 /// open fact; inverted windows; directions; statistics.
-#[test]
-fn temporal_facts_answer_what_held_when() {
-    let (_dir, palace) = palace();
+fn temporal_facts_answer_what_held_when(backend: Backend) {
+    let (_dir, palace) = palace(backend);
     let backend = "Crawbl Backend";
     let mysql = palace
         .kg_add(
@@ -147,9 +147,8 @@ fn temporal_facts_answer_what_held_when() {
 }
 
 /// Limits per workspace refuse new entities and facts with a clear error.
-#[test]
-fn knowledge_graph_limits_are_enforced() {
-    let (_dir, palace) = palace();
+fn knowledge_graph_limits_are_enforced(backend: Backend) {
+    let (_dir, palace) = palace(backend);
     let palace = palace.with_kg_limits(3, 2);
     palace.kg_add("A", "uses", "B", None, None, None, None, None).unwrap();
     palace.kg_add("A", "owns", "B", None, None, None, None, None).unwrap();
@@ -165,9 +164,8 @@ fn knowledge_graph_limits_are_enforced() {
 /// Ingestion extracts entities and facts, dated by the drawer and citing
 /// it; a switch ends the old fact; counts land on the drawer; a wrong
 /// extraction can be deleted by id.
-#[test]
-fn ingestion_extracts_facts_citing_their_drawer() {
-    let (_dir, palace) = palace();
+fn ingestion_extracts_facts_citing_their_drawer(backend: Backend) {
+    let (_dir, palace) = palace(backend);
     let palace = palace.with_clock(test_clock);
     set_now("2025-01-10T09:00:00Z");
     let first = ingest(&palace, "crawbl", "decisions", "Crawbl Backend uses MySQL for the billing tables.");
@@ -223,9 +221,8 @@ fn rank_of(palace: &Palace, query: &str, skip_graph: bool, target: &DrawerId) ->
 /// A query naming an entity ranks drawers linked to it higher with the
 /// graph signal than without: directly mentioning drawers, and drawers
 /// about an entity a current fact links to it.
-#[test]
-fn naming_an_entity_ranks_linked_drawers_higher() {
-    let (_dir, palace) = palace();
+fn naming_an_entity_ranks_linked_drawers_higher(backend: Backend) {
+    let (_dir, palace) = palace(backend);
     palace.kg_add("Alice", "owns", "Auth Module", None, None, None, None, None).unwrap();
     let linked = ingest(&palace, "work", "auth", "The auth module token refresh bug was fixed on Tuesday.");
     let mentions = ingest(&palace, "work", "people", "Alice booked the team lunch for Friday at noon.");
@@ -285,9 +282,8 @@ fn place(wing: &str, room: &str) -> Place {
 /// Traverse, tunnels and stats on a palace of known structure return
 /// exactly the expected rooms; the cache follows writes; explicit tunnels
 /// are symmetric and followable.
-#[test]
-fn palace_graph_on_a_known_structure() {
-    let (_dir, palace) = palace();
+fn palace_graph_on_a_known_structure(backend: Backend) {
+    let (_dir, palace) = palace(backend);
     // wing_code: auth, deploy, testing; wing_project: auth, roadmap;
     // wing_home: garden, roadmap; wing_lab: sensors (isolated); general everywhere.
     for (wing, room, hall, n) in [
@@ -391,3 +387,11 @@ fn palace_graph_on_a_known_structure() {
     assert!(matches!(palace.delete_tunnel(&tunnel.id), Err(EngineError::NotFound { .. })));
     assert!(palace.traverse("garden", Some(1)).unwrap().iter().all(|r| r.room != "sensors"));
 }
+
+on_both!(
+    temporal_facts_answer_what_held_when,
+    knowledge_graph_limits_are_enforced,
+    ingestion_extracts_facts_citing_their_drawer,
+    naming_an_entity_ranks_linked_drawers_higher,
+    palace_graph_on_a_known_structure,
+);

@@ -27,6 +27,8 @@ mod query;
 mod records;
 mod row;
 mod schema;
+#[cfg(feature = "testing")]
+pub mod testing;
 mod vectors;
 mod work;
 

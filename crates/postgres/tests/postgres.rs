@@ -7,75 +7,21 @@
 //! they never pass silently without having run — unless
 //! `MEMPALACE_TEST_POSTGRES=skip` says so explicitly.
 
-// The deliberate skip says so on stderr.
-#![allow(clippy::print_stderr)]
-
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use mempalace_core::{Embedding, WorkspaceId};
+use mempalace_postgres::testing::{self, TestSchema};
 use mempalace_postgres::{PgOptions, PgStore};
 use mempalace_store::conformance::{self, drawer};
 use mempalace_store::{DrawerFilter, Store, StoreError, StoreRead, StoreWrite};
 
-/// The test server's URL; `None` only when skipping was asked for.
 fn server() -> Option<String> {
-    match std::env::var("MEMPALACE_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var("MEMPALACE_TEST_POSTGRES").as_deref() == Ok("skip") => {
-            eprintln!("PostgreSQL tests skipped (MEMPALACE_TEST_POSTGRES=skip)");
-            None
-        }
-        _ => panic!(
-            "MEMPALACE_TEST_DATABASE_URL is not set: the PostgreSQL tests need a server. Run ./scripts/test.sh \
-             (it starts one), or `scripts/postgres.sh start` and export the URL it prints \
-             (MEMPALACE_TEST_POSTGRES=skip skips these tests deliberately)"
-        ),
-    }
+    testing::server()
 }
 
-/// A schema of its own on the test server, dropped at the end.
-struct Schema {
-    url: String,
-    admin: String,
-    name: String,
-}
-
-impl Schema {
-    fn new(admin: &str) -> Self {
-        static COUNTER: AtomicUsize = AtomicUsize::new(0);
-        let name = format!("t_{}_{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
-        sql(admin, &format!("DROP SCHEMA IF EXISTS {name} CASCADE; CREATE SCHEMA {name}"));
-        let separator = if admin.contains('?') { '&' } else { '?' };
-        let url = format!("{admin}{separator}options=-csearch_path%3D{name}%2Cpublic");
-        Self { url, admin: admin.to_string(), name }
-    }
-
-    fn open(&self) -> PgStore {
-        PgStore::open(&self.url, PgOptions { max_connections: 8, ..PgOptions::default() }).expect("open the palace")
-    }
-}
-
-impl Drop for Schema {
-    fn drop(&mut self) {
-        sql(&self.admin, &format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name));
-    }
-}
-
-/// Runs SQL on its own connection.
-fn sql(url: &str, statements: &str) {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    runtime.block_on(async {
-        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.expect("connect");
-        tokio::spawn(connection);
-        client.batch_execute(statements).await.expect("run SQL");
-    });
-}
-
-fn fresh() -> Option<(Schema, Arc<dyn Store>)> {
-    let admin = server()?;
-    let schema = Schema::new(&admin);
+fn fresh() -> Option<(TestSchema, Arc<dyn Store>)> {
+    let schema = TestSchema::on_test_server()?;
     let store = schema.open();
     Some((schema, Arc::new(store)))
 }
@@ -122,7 +68,7 @@ fn check_concurrent_writers() {
 #[test]
 fn a_second_store_sees_writes_on_its_next_read() {
     let Some(admin) = server() else { return };
-    let schema = Schema::new(&admin);
+    let schema = TestSchema::new(&admin);
     let (writer, reader) = (schema.open(), schema.open());
     let ws = WorkspaceId::default_workspace();
     assert_eq!(reader.taxonomy(&ws).unwrap().total_drawers, 0);
@@ -136,7 +82,7 @@ fn a_second_store_sees_writes_on_its_next_read() {
 #[test]
 fn schemas_are_separate_palaces() {
     let Some(admin) = server() else { return };
-    let (one, two) = (Schema::new(&admin), Schema::new(&admin));
+    let (one, two) = (TestSchema::new(&admin), TestSchema::new(&admin));
     let ws = WorkspaceId::default_workspace();
     one.open().put_drawers(&[drawer(&ws, "w", "r", "only in the first schema")]).unwrap();
     assert_eq!(one.open().taxonomy(&ws).unwrap().total_drawers, 1);
@@ -146,7 +92,7 @@ fn schemas_are_separate_palaces() {
 #[test]
 fn a_dead_holder_releases_its_job() {
     let Some(admin) = server() else { return };
-    let schema = Schema::new(&admin);
+    let schema = TestSchema::new(&admin);
     let now = chrono::Utc::now();
     let first = schema.open();
     let second = schema.open();
@@ -204,9 +150,9 @@ fn unreachable_servers_and_newer_schemas_are_refused_clearly() {
     let message = error.to_string();
     assert!(message.contains("127.0.0.1:9") && !message.contains("secret"), "{message}");
 
-    let schema = Schema::new(&admin);
+    let schema = TestSchema::new(&admin);
     drop(schema.open());
-    sql(&admin, &format!("INSERT INTO {}.schema_migrations VALUES (99, now())", schema.name));
+    schema.execute(&format!("INSERT INTO {}.schema_migrations VALUES (99, now())", schema.name));
     let error = PgStore::open(&schema.url, PgOptions::default()).unwrap_err();
     assert!(matches!(error, StoreError::SchemaTooNew { found: 99, .. }), "{error}");
 }
