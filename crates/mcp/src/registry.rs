@@ -97,7 +97,9 @@ impl From<mempalace_engine::EngineError> for ToolError {
             E::NotFound { .. } | E::RoomNotFound { .. } => crate::tools::failure(&error),
             E::Unavailable(_) => crate::tools::failure(&error),
             E::Store(store) => match store {
-                S::Missing { .. } | S::Busy { .. } | S::Limit { .. } | S::Io { .. } => crate::tools::failure(&error),
+                S::Missing { .. } | S::Busy { .. } | S::Limit { .. } | S::Io { .. } | S::Unreachable { .. } => {
+                    crate::tools::failure(&error)
+                }
                 S::NotAPalace { .. } | S::SchemaTooNew { .. } | S::InvalidData { .. } | S::Corrupt { .. } => {
                     crate::tools::failure(&error)
                 }

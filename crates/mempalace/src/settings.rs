@@ -16,6 +16,7 @@ use serde_json::Value;
 /// Keys of `config.json` we act on.
 const OUR_KEYS: &[&str] = &[
     "palace_path",
+    "database_url",
     "workspace",
     "busy_timeout_ms",
     "model_dir",
@@ -53,6 +54,8 @@ const MEMPALACE_KEYS: &[&str] = &[
 pub struct ConfigFile {
     /// `palace_path`.
     pub palace_path: Option<PathBuf>,
+    /// `database_url`: a PostgreSQL palace.
+    pub database_url: Option<String>,
     /// `workspace`.
     pub workspace: Option<String>,
     /// `busy_timeout_ms`.
@@ -90,6 +93,10 @@ impl ConfigFile {
                 "palace_path" => {
                     let text = value.as_str().ok_or_else(|| bad_value("a path string"))?;
                     config.palace_path = Some(PathBuf::from(text));
+                }
+                "database_url" => {
+                    let text = value.as_str().ok_or_else(|| bad_value("a postgres:// URL string"))?;
+                    config.database_url = Some(text.to_string());
                 }
                 "workspace" => {
                     let text = value.as_str().ok_or_else(|| bad_value("a workspace id string"))?;
@@ -137,6 +144,8 @@ impl ConfigFile {
 pub struct Overrides {
     /// `--palace`.
     pub palace: Option<PathBuf>,
+    /// `--store`: a PostgreSQL URL, or a palace path (as `--palace`).
+    pub store: Option<String>,
     /// `--workspace`.
     pub workspace: Option<String>,
     /// `--model-dir`.
@@ -205,6 +214,8 @@ impl std::fmt::Debug for RemoteEmbedSettings {
 pub struct Settings {
     /// The SQLite file inside it.
     pub palace_file: PathBuf,
+    /// A PostgreSQL palace (`postgres://…`), used instead of the file.
+    pub database_url: Option<String>,
     /// Workspace to work on.
     pub workspace: WorkspaceId,
     /// SQLite busy timeout.
@@ -223,6 +234,17 @@ pub struct Settings {
     pub kg_limits: (u64, u64),
     /// Bearer token of the MCP HTTP endpoint (`$MEMPALACE_MCP_HTTP_TOKEN`).
     pub mcp_http_token: Option<mempalace_mcp::http::Token>,
+}
+
+impl Settings {
+    /// Where the palace is, for messages: the PostgreSQL server (without
+    /// its password) or the palace file.
+    pub fn location(&self) -> String {
+        match &self.database_url {
+            Some(url) => mempalace_postgres::redact(url),
+            None => self.palace_file.display().to_string(),
+        }
+    }
 }
 
 /// Where the palace file lives for a palace path: an existing file, or a
@@ -261,9 +283,30 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
         .or_else(|| env.get("MEMPAL_PALACE_PATH"))
         .filter(|value| !value.is_empty())
         .map(PathBuf::from);
-    let palace = flags
-        .palace
-        .clone()
+    // `--store` names either a PostgreSQL palace or a file palace.
+    let store_flag = flags.store.as_deref().filter(|s| !s.is_empty());
+    let store_path = store_flag.filter(|s| !mempalace_postgres::is_postgres_url(s)).map(PathBuf::from);
+    let database_url = match store_flag {
+        Some(url) if mempalace_postgres::is_postgres_url(url) => Some(url.to_string()),
+        Some(_) => None,
+        None if flags.palace.is_some() => None,
+        None => env
+            .get("MEMPALACE_DATABASE_URL")
+            .filter(|value| !value.is_empty())
+            .cloned()
+            .or_else(|| if env_palace.is_some() { None } else { config.database_url.clone() }),
+    };
+    if let Some(url) = &database_url
+        && !mempalace_postgres::is_postgres_url(url)
+    {
+        bail!(
+            "MEMPALACE_DATABASE_URL / database_url must be a postgres:// URL, not {:?}; \
+             for a palace file use --palace or MEMPALACE_PALACE_PATH",
+            mempalace_postgres::redact(url)
+        );
+    }
+    let palace = store_path
+        .or(flags.palace.clone())
         .or(env_palace)
         .or(config.palace_path.clone())
         .or_else(|| home.map(|home| home.join(".mempalace").join("palace")))
@@ -337,6 +380,7 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
     };
     Ok(Settings {
         palace_file: palace_file(&palace),
+        database_url,
         workspace,
         busy_timeout_ms,
         model_dir,
@@ -386,6 +430,32 @@ mod tests {
         let from_flag = resolve(&env(&[("MEMPALACE_PALACE_PATH", "/tmp/env")]), Some(home.path()), &flags).unwrap();
         assert_eq!(from_flag.palace_file, PathBuf::from("/tmp/flag.db"));
         assert_eq!(from_flag.workspace.as_str(), "team-a");
+        assert_eq!(from_flag.database_url, None);
+    }
+
+    #[test]
+    fn the_store_is_postgres_from_flag_env_or_config_and_a_palace_flag_wins_over_the_env() {
+        let home = tempfile::tempdir().unwrap();
+        let dot = home.path().join(".mempalace");
+        std::fs::create_dir_all(&dot).unwrap();
+        let url = "postgres://team:secret@db.internal:5432/palace";
+        let flag = Overrides { store: Some(url.into()), ..Overrides::default() };
+        let from_flag = resolve(&env(&[]), Some(home.path()), &flag).unwrap();
+        assert_eq!(from_flag.database_url.as_deref(), Some(url));
+        assert_eq!(from_flag.location(), "postgres://team:***@db.internal:5432/palace");
+        let from_env = resolve(&env(&[("MEMPALACE_DATABASE_URL", url)]), Some(home.path()), &Overrides::default());
+        assert_eq!(from_env.unwrap().database_url.as_deref(), Some(url));
+        let file_flag = Overrides { palace: Some(PathBuf::from("/tmp/p")), ..Overrides::default() };
+        let file = resolve(&env(&[("MEMPALACE_DATABASE_URL", url)]), Some(home.path()), &file_flag).unwrap();
+        assert_eq!((file.database_url, file.palace_file), (None, PathBuf::from("/tmp/p/palace.db")));
+        let store_path = Overrides { store: Some("/tmp/other.db".into()), ..Overrides::default() };
+        let file = resolve(&env(&[("MEMPALACE_DATABASE_URL", url)]), Some(home.path()), &store_path).unwrap();
+        assert_eq!((file.database_url, file.palace_file), (None, PathBuf::from("/tmp/other.db")));
+        std::fs::write(dot.join("config.json"), format!(r#"{{"database_url": "{url}"}}"#)).unwrap();
+        let from_config = resolve(&env(&[]), Some(home.path()), &Overrides::default()).unwrap();
+        assert_eq!(from_config.database_url.as_deref(), Some(url));
+        let err = resolve(&env(&[("MEMPALACE_DATABASE_URL", "mysql://x")]), Some(home.path()), &Overrides::default());
+        assert!(err.unwrap_err().to_string().contains("postgres://"));
     }
 
     #[test]

@@ -59,7 +59,7 @@ fn server(settings: &Settings, tools: &ToolsArg) -> Result<McpServer> {
     let for_loader = settings.clone();
     let loader: EmbedderLoader =
         Box::new(move || super::embedder::build(&for_loader).map_err(|error| format!("{error:#}")));
-    let backend = Backend::new(palace, settings.palace_file.display().to_string(), Some(loader));
+    let backend = Backend::new(palace, settings.location(), Some(loader));
     Ok(McpServer::new(backend, profile))
 }
 

@@ -14,6 +14,7 @@ mod identity;
 mod kg;
 mod mcp;
 mod migrate;
+mod migrate_store;
 mod mine;
 mod model;
 mod palace;
@@ -53,6 +54,11 @@ pub struct GlobalArgs {
     /// else ~/.mempalace/palace.
     #[arg(long, global = true, value_name = "DIR")]
     pub palace: Option<PathBuf>,
+    /// Where the palace is stored: a PostgreSQL URL (postgres://user:pass@host/db, the scale-out
+    /// backend) or a palace directory or file (as --palace). Default: $MEMPALACE_DATABASE_URL,
+    /// else database_url in config.json, else the SQLite palace of --palace.
+    #[arg(long, global = true, value_name = "URL|DIR")]
+    pub store: Option<String>,
     /// Workspace within the palace (default: "default", or $MEMPALACE_WORKSPACE).
     #[arg(long, global = true, value_name = "ID")]
     pub workspace: Option<String>,
@@ -120,6 +126,8 @@ pub enum Command {
     Bench(bench::BenchCommand),
     /// Bring a Python MemPalace palace over (drawers, diary, knowledge graph, identity, tunnels).
     MigrateFromPython(migrate::MigrateArgs),
+    /// Copy a whole palace between stores: a SQLite palace and PostgreSQL, either way.
+    MigrateStore(migrate_store::MigrateStoreArgs),
     /// MCP: print the setup lines for Claude Code and Codex, or `mcp serve` on stdio.
     Mcp(mcp::McpArgs),
     /// Run the long-lived servers (for now: MCP over streamable HTTP).
@@ -229,6 +237,7 @@ fn settings(global: &GlobalArgs) -> Result<Settings> {
         home.as_deref(),
         &Overrides {
             palace: global.palace.clone(),
+            store: global.store.clone(),
             workspace: global.workspace.clone(),
             model_dir: global.model_dir.clone(),
             embedder: global.embedder.clone(),
@@ -247,8 +256,12 @@ enum Access {
     Create,
 }
 
-/// Opens the palace named by the settings.
-fn open_palace(settings: &Settings, access: Access) -> Result<Palace> {
+/// Opens the store named by the settings: PostgreSQL when a database URL
+/// is set (migrated on connect, whatever the access), else the SQLite file.
+fn open_store(settings: &Settings, access: Access) -> Result<Arc<dyn mempalace_store::Store>> {
+    if let Some(url) = &settings.database_url {
+        return Ok(Arc::new(mempalace_postgres::PgStore::open(url, mempalace_postgres::PgOptions::default())?));
+    }
     let file = &settings.palace_file;
     if access == Access::Create
         && let Some(dir) = file.parent()
@@ -272,8 +285,13 @@ fn open_palace(settings: &Settings, access: Access) -> Result<Palace> {
         busy_timeout: std::time::Duration::from_millis(settings.busy_timeout_ms),
         ..SqliteOptions::default()
     };
-    let store = SqliteStore::open(file, options)?;
-    Ok(Palace::new(Arc::new(store), settings.workspace.clone())
+    Ok(Arc::new(SqliteStore::open(file, options)?))
+}
+
+/// Opens the palace named by the settings.
+fn open_palace(settings: &Settings, access: Access) -> Result<Palace> {
+    let store = open_store(settings, access)?;
+    Ok(Palace::new(store, settings.workspace.clone())
         .with_tier_gates(TierGates { high: settings.heuristic_high, low: settings.heuristic_low })
         .with_kg_limits(settings.kg_limits.0, settings.kg_limits.1))
 }
@@ -290,7 +308,7 @@ fn with_embedder(palace: Palace, settings: &Settings) -> Result<Palace> {
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
     let settings = settings(&cli.global)?;
-    tracing::debug!(palace = %settings.palace_file.display(), workspace = %settings.workspace, "settings resolved");
+    tracing::debug!(palace = %settings.location(), workspace = %settings.workspace, "settings resolved");
     match cli.command {
         Command::Init(args) => palace::init(&settings, args),
         Command::Add(args) => drawer::add(&with_embedder(open_palace(&settings, Access::Create)?, &settings)?, args),
@@ -311,6 +329,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Model(command) => model::run(&settings, command),
         Command::Mcp(args) => mcp::run(&settings, args),
         Command::MigrateFromPython(args) => migrate::run(&settings, args),
+        Command::MigrateStore(args) => migrate_store::run(&settings, args),
         Command::Bench(command) => bench::run(&settings, command),
         Command::Hook(command) => hook::run(&settings, command),
         Command::Sync(args) => sync::run(&open_palace(&settings, Access::Update)?, args),

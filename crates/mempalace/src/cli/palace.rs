@@ -50,11 +50,7 @@ pub struct DoctorArgs {
 pub fn init(settings: &Settings, args: InitArgs) -> Result<()> {
     let palace = open_palace(settings, Access::Create)?;
     let status = palace.status()?;
-    output::line(format!(
-        "palace ready at {} ({} drawers)",
-        settings.palace_file.display(),
-        status.taxonomy.total_drawers
-    ))?;
+    output::line(format!("palace ready at {} ({} drawers)", settings.location(), status.taxonomy.total_drawers))?;
     let Some(dir) = args.dir else { return Ok(()) };
     if !dir.is_dir() {
         return Err(
