@@ -19,6 +19,7 @@ pub mod palace;
 pub mod pool;
 pub mod search;
 pub mod vector_index;
+pub mod work;
 
 pub use embedding::{EmbeddedTexts, ReembedProgress, ReembedReport};
 pub use error::{EngineError, EngineResult};

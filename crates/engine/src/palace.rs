@@ -160,6 +160,25 @@ impl Palace {
         }
     }
 
+    /// The same palace (store, embedder, clock, settings) on another
+    /// workspace, with its own derived indexes and caches.
+    pub fn for_workspace(&self, workspace: WorkspaceId) -> Self {
+        if workspace == self.workspace {
+            return self.clone();
+        }
+        Self {
+            store: Arc::clone(&self.store),
+            workspace,
+            clock: self.clock,
+            embedder: self.embedder.clone(),
+            indexes: Arc::default(),
+            events: Arc::clone(&self.events),
+            gates: self.gates,
+            kg_limits: self.kg_limits,
+            graph_cache: Arc::default(),
+        }
+    }
+
     /// Sets the knowledge-graph limits of the workspace (entities, triples).
     pub fn with_kg_limits(mut self, entities: u64, triples: u64) -> Self {
         self.kg_limits = (entities, triples);

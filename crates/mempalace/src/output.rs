@@ -31,6 +31,14 @@ pub fn json(value: &impl Serialize) -> io::Result<()> {
     stdout.flush()
 }
 
+/// Writes a value as compact JSON on one line (a stream of records).
+pub fn json_line(value: &impl Serialize) -> io::Result<()> {
+    let mut stdout = io::stdout().lock();
+    serde_json::to_writer(&mut stdout, value).map_err(io::Error::other)?;
+    stdout.write_all(b"\n")?;
+    stdout.flush()
+}
+
 /// A short note for the person at the terminal (not a log line): goes to
 /// stderr so stdout stays parseable.
 pub fn note(text: impl AsRef<str>) {

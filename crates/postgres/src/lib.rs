@@ -576,6 +576,25 @@ impl StoreWrite for PgStore {
         self.run(self.write(async |tx| work::complete_claims(tx, workspace, worker, drawers).await))
     }
 
+    fn decay_importance(
+        &self,
+        workspace: &WorkspaceId,
+        filed_before: Timestamp,
+        idle_since: Timestamp,
+        factor: f64,
+        floor: f64,
+    ) -> StoreResult<usize> {
+        self.run(
+            self.write(async |tx| {
+                work::decay_importance(tx, workspace, &filed_before, &idle_since, factor, floor).await
+            }),
+        )
+    }
+
+    fn expire_episodic_summaries(&self, workspace: &WorkspaceId, now: Timestamp) -> StoreResult<usize> {
+        self.run(self.write(async |tx| work::expire_episodic_summaries(tx, workspace, &now).await))
+    }
+
     fn try_start_job(&self, job: &str, tick: i64, holder: &str, _lease: Duration, now: Timestamp) -> StoreResult<bool> {
         self.run(async {
             let client = self.client().await?;

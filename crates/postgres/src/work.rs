@@ -28,6 +28,41 @@ use crate::error::Context;
 use crate::records::attach_tags;
 use crate::row::{drawer_columns_of, drawer_from_row, limit};
 
+pub(crate) async fn decay_importance(
+    tx: &Transaction<'_>,
+    workspace: &WorkspaceId,
+    filed_before: &Timestamp,
+    idle_since: &Timestamp,
+    factor: f64,
+    floor: f64,
+) -> StoreResult<usize> {
+    let changed = tx
+        .execute(
+            "UPDATE drawers SET importance = greatest(importance * $4, $5) WHERE workspace_id = $1 \
+             AND status = 'active' AND filed_at < $2 AND (last_accessed_at IS NULL OR last_accessed_at < $3) \
+             AND importance > $5",
+            &[&workspace.as_str(), filed_before, idle_since, &factor, &floor],
+        )
+        .await
+        .ctx("decaying importance")?;
+    Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+}
+
+pub(crate) async fn expire_episodic_summaries(
+    tx: &Transaction<'_>,
+    workspace: &WorkspaceId,
+    now: &Timestamp,
+) -> StoreResult<usize> {
+    let removed = tx
+        .execute(
+            "DELETE FROM episodic_summaries WHERE workspace_id = $1 AND expires_at < $2",
+            &[&workspace.as_str(), now],
+        )
+        .await
+        .ctx("expiring episodic summaries")?;
+    Ok(usize::try_from(removed).unwrap_or(usize::MAX))
+}
+
 const JOB_LOCK_KEY: &str = "hashtext(current_schema() || '/mempalace/job/' || $1)";
 
 pub(crate) async fn claim_raw_drawers(

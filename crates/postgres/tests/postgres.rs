@@ -57,6 +57,7 @@ conformance_tests!(
     check_source_cursors,
     check_claims,
     check_periodic_jobs,
+    check_maintenance,
 );
 
 #[test]

@@ -486,6 +486,21 @@ impl StoreWrite for SqliteStore {
         self.write(|tx| work::complete_claims(tx, workspace, worker, drawers))
     }
 
+    fn decay_importance(
+        &self,
+        workspace: &WorkspaceId,
+        filed_before: Timestamp,
+        idle_since: Timestamp,
+        factor: f64,
+        floor: f64,
+    ) -> StoreResult<usize> {
+        self.write(|tx| work::decay_importance(tx, workspace, &filed_before, &idle_since, factor, floor))
+    }
+
+    fn expire_episodic_summaries(&self, workspace: &WorkspaceId, now: Timestamp) -> StoreResult<usize> {
+        self.write(|tx| work::expire_episodic_summaries(tx, workspace, &now))
+    }
+
     fn try_start_job(&self, job: &str, tick: i64, holder: &str, lease: Duration, now: Timestamp) -> StoreResult<bool> {
         let expires = chrono::TimeDelta::from_std(lease)
             .ok()

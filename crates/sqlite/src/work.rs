@@ -147,3 +147,29 @@ pub(crate) fn finish_job(tx: &Transaction<'_>, job: &str, holder: &str) -> Store
         .ctx("finishing a job")?;
     Ok(())
 }
+
+pub(crate) fn decay_importance(
+    tx: &Transaction<'_>,
+    workspace: &WorkspaceId,
+    filed_before: &Timestamp,
+    idle_since: &Timestamp,
+    factor: f64,
+    floor: f64,
+) -> StoreResult<usize> {
+    tx.prepare_cached(
+        "UPDATE drawers SET importance = max(importance * ?4, ?5) WHERE workspace_id = ?1 AND status = 'active' \
+         AND filed_at < ?2 AND (last_accessed_at IS NULL OR last_accessed_at < ?3) AND importance > ?5",
+    )
+    .and_then(|mut stmt| stmt.execute(params![workspace.as_str(), ts(filed_before), ts(idle_since), factor, floor]))
+    .ctx("decaying importance")
+}
+
+pub(crate) fn expire_episodic_summaries(
+    tx: &Transaction<'_>,
+    workspace: &WorkspaceId,
+    now: &Timestamp,
+) -> StoreResult<usize> {
+    tx.prepare_cached("DELETE FROM episodic_summaries WHERE workspace_id = ?1 AND expires_at < ?2")
+        .and_then(|mut stmt| stmt.execute(params![workspace.as_str(), ts(now)]))
+        .ctx("expiring episodic summaries")
+}

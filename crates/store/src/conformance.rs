@@ -688,6 +688,59 @@ pub fn check_claims(store: &dyn Store) {
     assert_all_healthy(store);
 }
 
+/// Maintenance: decay of old, idle drawers (with its floor), and expiry
+/// of episodic summaries past their TTL; other workspaces untouched.
+pub fn check_maintenance(store: &dyn Store) {
+    let ws = workspace("default");
+    let mut old_idle = drawer(&ws, "w", "r", "old and never read");
+    old_idle.filed_at = at("2025-01-01T00:00:00Z");
+    old_idle.importance = Importance::new(4.0).expect("importance");
+    let mut old_read = drawer(&ws, "w", "r", "old but read yesterday");
+    old_read.filed_at = at("2025-01-01T00:00:00Z");
+    old_read.last_accessed_at = Some(at("2025-03-01T00:00:00Z"));
+    let mut at_floor = drawer(&ws, "w", "r", "old and already at the floor");
+    at_floor.filed_at = at("2025-01-01T00:00:00Z");
+    at_floor.importance = Importance::new(0.3).expect("importance");
+    let recent = drawer(&ws, "w", "r", "filed recently");
+    let mut elsewhere = old_idle.clone();
+    elsewhere.workspace_id = workspace("other");
+    store
+        .put_drawers(&[old_idle.clone(), old_read.clone(), at_floor.clone(), recent.clone(), elsewhere.clone()])
+        .expect("put");
+    let (filed_before, idle_since) = (at("2025-02-01T00:00:00Z"), at("2025-02-22T00:00:00Z"));
+    assert_eq!(store.decay_importance(&ws, filed_before, idle_since, 0.98, 0.3).expect("decay"), 1);
+    let importance =
+        |d: &Drawer| store.drawer(&d.workspace_id, &d.id).expect("read").expect("present").importance.get();
+    assert!((importance(&old_idle) - 3.92).abs() < 1e-9);
+    assert!((importance(&old_read) - 3.0).abs() < 1e-9 && (importance(&recent) - 3.0).abs() < 1e-9);
+    assert!((importance(&at_floor) - 0.3).abs() < 1e-9 && (importance(&elsewhere) - 4.0).abs() < 1e-9);
+
+    let summary = |id: &str, expires: Option<&str>| EpisodicSummary {
+        workspace_id: ws.clone(),
+        id: id.into(),
+        session_id: "s".into(),
+        source_id: None,
+        agent: None,
+        user_id: None,
+        summary: "summary".into(),
+        l0_abstract: "abstract".into(),
+        key_topics: Vec::new(),
+        created_at: at("2025-01-01T00:00:00Z"),
+        expires_at: expires.map(at),
+        promoted_at: None,
+    };
+    let records = vec![
+        PalaceRecord::EpisodicSummary(summary("expired", Some("2025-02-01T00:00:00Z"))),
+        PalaceRecord::EpisodicSummary(summary("current", Some("2025-06-01T00:00:00Z"))),
+        PalaceRecord::EpisodicSummary(summary("forever", None)),
+    ];
+    store.import(&records).expect("import");
+    assert_eq!(store.expire_episodic_summaries(&ws, at("2025-03-01T00:00:00Z")).expect("expire"), 1);
+    let left: Vec<String> = store.episodic_summaries(&ws).expect("read").into_iter().map(|s| s.id).collect();
+    assert_eq!(left, vec!["current".to_string(), "forever".to_string()]);
+    assert_all_healthy(store);
+}
+
 /// Periodic jobs: one run per tick, one holder at a time, a lease that
 /// ends a dead holder's lock (for backends that need one).
 pub fn check_periodic_jobs(store: &dyn Store) {

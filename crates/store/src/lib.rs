@@ -316,6 +316,24 @@ pub trait StoreWrite: StoreRead {
     /// it) is left alone. Returns the ids completed.
     fn complete_claims(&self, workspace: &WorkspaceId, worker: &str, drawers: &[Drawer]) -> StoreResult<Vec<DrawerId>>;
 
+    /// Daily decay (seed 0): sets `importance = max(importance × factor,
+    /// floor)` on the workspace's active drawers filed before
+    /// `filed_before` and not accessed since `idle_since` (never accessed
+    /// counts as idle) whose importance is above `floor`. Returns how many
+    /// changed.
+    fn decay_importance(
+        &self,
+        workspace: &WorkspaceId,
+        filed_before: Timestamp,
+        idle_since: Timestamp,
+        factor: f64,
+        floor: f64,
+    ) -> StoreResult<usize>;
+
+    /// Removes the workspace's episodic summaries whose `expires_at` is
+    /// before `now` (their TTL ran out). Returns how many.
+    fn expire_episodic_summaries(&self, workspace: &WorkspaceId, now: Timestamp) -> StoreResult<usize>;
+
     /// Starts the palace-wide periodic `job` for wall-clock tick `tick`:
     /// true when this caller runs it — no other holder runs the job now
     /// and nobody ran this tick yet — false otherwise. The caller ends the

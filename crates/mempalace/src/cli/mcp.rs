@@ -1,4 +1,5 @@
-//! `mcp` (setup lines, `mcp serve` on stdio) and `serve --mcp-http ADDR`.
+//! `mcp` (setup lines, `mcp serve` on stdio) and `serve --mcp-http ADDR`
+//! (which also runs the background jobs of `work`, unless `--no-workers`).
 //!
 //! The palace is opened (and created when missing) before the transport
 //! starts; the embedding model loads on its own thread, so `initialize` is
@@ -45,6 +46,9 @@ pub struct ServeArgs {
     mcp_http: SocketAddr,
     #[command(flatten)]
     tools: ToolsArg,
+    /// Do not run the background jobs (`mempalace work`) in this process.
+    #[arg(long)]
+    no_workers: bool,
     /// Extra Host name accepted off loopback (repeatable), e.g. memory.example.com.
     #[arg(long = "allowed-host", value_name = "HOST")]
     allowed_hosts: Vec<String>,
@@ -101,6 +105,18 @@ pub fn serve(settings: &Settings, args: ServeArgs) -> Result<()> {
     };
     options.check().map_err(|e| super::UserError(e.to_string()))?;
     let server = server(settings, &args.tools)?;
+    if !args.no_workers {
+        // The background jobs, on their own thread: claims and job locks
+        // make any number of `serve` processes on one palace safe.
+        let palace = open_palace(settings, Access::Create)?;
+        std::thread::Builder::new().name("mempalace-work".into()).spawn(move || {
+            let worker = format!("serve:{}", std::process::id());
+            let jobs = [super::work::JobName::Process, super::work::JobName::Maintain];
+            if let Err(error) = super::work::run_forever(&palace, &jobs, &worker, false) {
+                tracing::error!(error = %format!("{error:#}"), "background jobs stopped");
+            }
+        })?;
+    }
     runtime()?.block_on(async move {
         let shutdown = async {
             let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();

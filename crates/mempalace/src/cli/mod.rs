@@ -22,6 +22,7 @@ mod retrieve;
 mod sync;
 mod transfer;
 mod wire;
+mod work;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -128,6 +129,8 @@ pub enum Command {
     MigrateFromPython(migrate::MigrateArgs),
     /// Copy a whole palace between stores: a SQLite palace and PostgreSQL, either way.
     MigrateStore(migrate_store::MigrateStoreArgs),
+    /// Run the background jobs (cold-path processing, daily maintenance); many workers may share a palace.
+    Work(work::WorkArgs),
     /// MCP: print the setup lines for Claude Code and Codex, or `mcp serve` on stdio.
     Mcp(mcp::McpArgs),
     /// Run the long-lived servers (for now: MCP over streamable HTTP).
@@ -330,6 +333,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Mcp(args) => mcp::run(&settings, args),
         Command::MigrateFromPython(args) => migrate::run(&settings, args),
         Command::MigrateStore(args) => migrate_store::run(&settings, args),
+        Command::Work(args) => work::run(&open_palace(&settings, Access::Create)?, args),
         Command::Bench(command) => bench::run(&settings, command),
         Command::Hook(command) => hook::run(&settings, command),
         Command::Sync(args) => sync::run(&open_palace(&settings, Access::Update)?, args),

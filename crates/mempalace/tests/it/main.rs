@@ -6,4 +6,5 @@ mod hook;
 mod mcp;
 mod migrate;
 mod mine;
+mod store;
 mod tidy;

@@ -1,0 +1,148 @@
+//! `work`: the background jobs (cold-path `process`, daily `maintain`), run
+//! by as many processes as you like on one palace.
+//!
+//! `process` runs in every worker at every minute tick and claims raw
+//! drawers, so workers split the backlog and never process a drawer
+//! twice. `maintain` runs once per day across all workers: the first to
+//! reach the day's tick takes its lock (PostgreSQL advisory lock, or the
+//! SQLite lease row) and records the tick; the others skip it. Ticks are
+//! wall-clock aligned (whole periods since the epoch), so processes
+//! started at different times agree on them.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use mempalace_engine::Palace;
+use mempalace_engine::work::{MAINTAIN, PROCESS, PeriodicJob, ProcessReport, tick_of, tick_start};
+use serde_json::{Value, json};
+
+use crate::output;
+
+/// A job `work` can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum JobName {
+    /// Classify and extract raw drawers (claims; every worker takes part).
+    Process,
+    /// Decay old, idle drawers and expire episodic summaries (once a day across workers).
+    Maintain,
+}
+
+/// `work`.
+#[derive(Debug, Args)]
+pub struct WorkArgs {
+    /// Run each job once now and exit (process: until no raw drawer is left).
+    #[arg(long)]
+    once: bool,
+    /// Jobs to run.
+    #[arg(long, value_enum, value_delimiter = ',', default_values = ["process", "maintain"])]
+    jobs: Vec<JobName>,
+    /// This worker's name in claims and job locks (default: HOST:PID).
+    #[arg(long)]
+    worker: Option<String>,
+    /// Print what each run did as JSON (one object per line; with --once, one object).
+    #[arg(long)]
+    json: bool,
+}
+
+fn default_worker() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".into());
+    format!("{host}:{}", std::process::id())
+}
+
+fn process_json(report: &ProcessReport) -> Value {
+    json!({
+        "claimed": report.claimed, "processed": report.processed.iter().map(|id| id.as_str()).collect::<Vec<_>>(),
+        "retried": report.retried, "failed": report.failed, "lost": report.lost,
+    })
+}
+
+/// Runs one job now; the JSON of what it did.
+fn run_job(palace: &Palace, job: JobName, worker: &str) -> Result<Value> {
+    Ok(match job {
+        JobName::Process => {
+            let report = palace.process_all(worker)?;
+            tracing::info!(claimed = report.claimed, processed = report.processed.len(), "process ran");
+            json!({"job": "process", "worker": worker, "report": process_json(&report)})
+        }
+        JobName::Maintain => match palace.run_periodic(&MAINTAIN, worker, |palace| palace.maintain_all())? {
+            Some(report) => json!({"job": "maintain", "worker": worker, "ran": true,
+                "decayed": report.decayed, "expired": report.expired}),
+            None => json!({"job": "maintain", "worker": worker, "ran": false}),
+        },
+    })
+}
+
+fn period(job: JobName) -> PeriodicJob {
+    match job {
+        JobName::Process => PROCESS,
+        JobName::Maintain => MAINTAIN,
+    }
+}
+
+/// Runs the jobs on their ticks until the process is stopped.
+pub fn run_forever(palace: &Palace, jobs: &[JobName], worker: &str, json_lines: bool) -> Result<()> {
+    let mut last_tick: Vec<Option<i64>> = vec![None; jobs.len()];
+    loop {
+        let now = palace.now();
+        for (index, job) in jobs.iter().enumerate() {
+            let tick = tick_of(now, period(*job).every);
+            if last_tick[index] == Some(tick) {
+                continue;
+            }
+            last_tick[index] = Some(tick);
+            match run_job(palace, *job, worker) {
+                Ok(done) if json_lines => output::json_line(&done)?,
+                Ok(_) => {}
+                // A failed run is retried at the next tick; the worker stays up.
+                Err(error) => tracing::warn!(error = %format!("{error:#}"), job = ?job, "job failed"),
+            }
+        }
+        let now = palace.now();
+        let next = jobs
+            .iter()
+            .map(|job| tick_start(tick_of(now, period(*job).every) + 1, period(*job).every))
+            .min()
+            .unwrap_or(now);
+        let wait = (next - now).to_std().unwrap_or(Duration::ZERO);
+        std::thread::sleep(wait.min(Duration::from_secs(60)) + Duration::from_millis(5));
+    }
+}
+
+/// Runs the command.
+pub fn run(palace: &Palace, args: WorkArgs) -> Result<()> {
+    let worker = args.worker.clone().unwrap_or_else(default_worker);
+    if !args.once {
+        tracing::info!(worker, jobs = ?args.jobs, "worker started");
+        return run_forever(palace, &args.jobs, &worker, args.json);
+    }
+    let mut runs = Vec::new();
+    for job in &args.jobs {
+        runs.push(run_job(palace, *job, &worker)?);
+    }
+    if args.json {
+        output::json(&json!({"worker": worker, "runs": runs}))?;
+    } else {
+        for run in &runs {
+            let line = match run["job"].as_str() {
+                Some("process") => format!(
+                    "process: {} claimed, {} processed, {} retried, {} failed",
+                    run["report"]["claimed"],
+                    run["report"]["processed"].as_array().map_or(0, Vec::len),
+                    run["report"]["retried"],
+                    run["report"]["failed"]
+                ),
+                _ if run["ran"] == true => {
+                    format!("maintain: {} drawers decayed, {} summaries expired", run["decayed"], run["expired"])
+                }
+                _ => "maintain: already run for today by another worker".to_string(),
+            };
+            output::line(line)?;
+        }
+    }
+    Ok(())
+}
