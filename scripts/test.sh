@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite, with everything the tests need set up first.
 # Used by the README and by .ci/run; safe to run again (setup steps are
-# idempotent and cached under target/).
+# idempotent and cached under target/). Installing pgvector needs root and
+# apt (see scripts/postgres.sh); MEMPALACE_TEST_DATABASE_URL points the
+# tests at a server of your own instead, MEMPALACE_TEST_POSTGRES=skip leaves
+# the PostgreSQL tests out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,5 +49,16 @@ if ! "$venv/bin/python" -c 'import mcp' 2>/dev/null; then
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check 'mcp==2.3.0'
 fi
 export MEMPALACE_TEST_PYTHON="$venv/bin/python"
+
+# PostgreSQL with pgvector for the scale-out backend's tests: a throwaway
+# cluster on a loopback port, started here and stopped when the run ends.
+# Tests asked to use PostgreSQL fail (never skip) when it is unreachable.
+pg_port="${MEMPALACE_TEST_PG_PORT:-54329}"
+if [[ -z "${MEMPALACE_TEST_DATABASE_URL:-}" && "${MEMPALACE_TEST_POSTGRES:-}" != skip ]]; then
+    ./scripts/postgres.sh install
+    MEMPALACE_TEST_DATABASE_URL="$(./scripts/postgres.sh start "$pg_port")"
+    trap './scripts/postgres.sh stop "$pg_port"' EXIT
+fi
+export MEMPALACE_TEST_DATABASE_URL="${MEMPALACE_TEST_DATABASE_URL:-}"
 
 cargo test --workspace --all-features --locked

@@ -10,6 +10,7 @@ mod mine;
 mod palace;
 mod report;
 mod search;
+mod stores;
 
 use std::path::PathBuf;
 
@@ -85,6 +86,21 @@ enum Bench {
         #[arg(long, default_value_t = 300)]
         ingest_chunks: usize,
     },
+    /// Search latency of the same palace on SQLite and on PostgreSQL, in one run.
+    Stores {
+        /// Model directory (as `mempalace --model-dir`).
+        #[arg(long, env = "MEMPALACE_MODEL_DIR")]
+        models: PathBuf,
+        /// A PostgreSQL database with pgvector (the bench uses a schema of its own in it).
+        #[arg(long, env = "MEMPALACE_BENCH_DATABASE_URL")]
+        database_url: String,
+        /// Drawers in the palace.
+        #[arg(long, default_value_t = 100_000)]
+        size: u64,
+        /// Timed searches per store and scenario.
+        #[arg(long, default_value_t = 200)]
+        runs: usize,
+    },
     /// Mining throughput of a synthetic transcript corpus, peak RSS, re-run time.
     Mine {
         /// Model directory (as `mempalace --model-dir`).
@@ -145,6 +161,12 @@ fn main() -> Result<()> {
         Bench::Search { models, shared, sizes, static_size, runs, ingest_chunks } => {
             let (summary, samples) = search::run(&models, &shared, &sizes, static_size, runs, ingest_chunks)?;
             let dir = report::write(&cli.results, "search", &command_line, &summary, &samples)?;
+            println!("{}", serde_json::to_string_pretty(&summary)?);
+            println!("recorded in {}", dir.display());
+        }
+        Bench::Stores { models, database_url, size, runs } => {
+            let (summary, samples) = stores::run(&models, &database_url, size, runs)?;
+            let dir = report::write(&cli.results, "stores", &command_line, &summary, &samples)?;
             println!("{}", serde_json::to_string_pretty(&summary)?);
             println!("recorded in {}", dir.display());
         }

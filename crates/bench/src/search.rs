@@ -28,7 +28,7 @@ use crate::corpus::{Rng, drawer_text};
 use crate::embed::prose_chunks;
 use crate::report::summarize;
 
-const QUERIES: &[&str] = &[
+pub(crate) const QUERIES: &[&str] = &[
     "what database did we choose for the backend",
     "gripper force calibration",
     "who manages the infrastructure budget",
@@ -48,7 +48,13 @@ fn random_unit(rng: &mut Rng, dim: usize) -> Vec<f32> {
 /// Fills a palace at `file` with `n` drawers carrying random vectors of `model`.
 fn fill(file: &Path, n: u64, model: &str, dim: usize) -> Result<Arc<SqliteStore>> {
     let store = Arc::new(SqliteStore::open(file, SqliteOptions { create: true, ..SqliteOptions::default() })?);
-    let now = chrono::Utc::now();
+    fill_store(store.as_ref(), n, model, dim)?;
+    Ok(store)
+}
+
+/// Fills any store with the same `n` drawers (seeded: identical on every store).
+pub(crate) fn fill_store(store: &dyn StoreWrite, n: u64, model: &str, dim: usize) -> Result<()> {
+    let now = chrono::DateTime::parse_from_rfc3339("2026-11-01T00:00:00Z")?.with_timezone(&chrono::Utc);
     let ws = WorkspaceId::default_workspace();
     let mut rng = Rng::new(42);
     let mut index = 0;
@@ -70,10 +76,10 @@ fn fill(file: &Path, n: u64, model: &str, dim: usize) -> Result<Arc<SqliteStore>
         store.put_drawers(&batch)?;
         index += batch.len() as u64;
     }
-    Ok(store)
+    Ok(())
 }
 
-fn time_searches(palace: &Palace, runs: usize) -> Result<(Value, Vec<f64>)> {
+pub(crate) fn time_searches(palace: &Palace, runs: usize) -> Result<(Value, Vec<f64>)> {
     // The first search loads the vector index; it is reported apart.
     let first = Instant::now();
     palace.search(&SearchRequest { query: QUERIES[0].into(), skip_access_tracking: true, ..Default::default() })?;

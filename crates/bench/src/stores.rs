@@ -1,0 +1,113 @@
+//! SQLite against PostgreSQL (issue 9): hybrid search latency, query
+//! embedding included, on the same palace in both stores, measured in one
+//! run with the two stores' searches interleaved so the machine's noise
+//! falls on both alike.
+//!
+//! The palace is the search benchmark's: `size` drawers of realistic text
+//! with random unit vectors tagged with MiniLM's id (the query is embedded
+//! for real). PostgreSQL gets a schema of its own in the given database,
+//! dropped at the end.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context as _, Result};
+use mempalace_core::WorkspaceId;
+use mempalace_embed::Embedder;
+use mempalace_embed::files::minilm_dir;
+use mempalace_embed::minilm::MiniLm;
+use mempalace_engine::{Palace, SearchRequest};
+use mempalace_postgres::{PgOptions, PgStore};
+use mempalace_sqlite::{SqliteOptions, SqliteStore};
+use mempalace_store::DrawerFilter;
+use serde_json::{Value, json};
+
+use crate::report::summarize;
+use crate::search::{QUERIES, fill_store};
+
+/// One timed search; milliseconds.
+fn search(palace: &Palace, query: &str, filter: &DrawerFilter) -> Result<f64> {
+    let started = Instant::now();
+    let outcome = palace.search(&SearchRequest {
+        query: query.into(),
+        limit: Some(10),
+        filter: filter.clone(),
+        skip_access_tracking: true,
+        ..Default::default()
+    })?;
+    let ms = started.elapsed().as_secs_f64() * 1e3;
+    anyhow::ensure!(!outcome.hits.is_empty(), "a benchmark query found nothing");
+    Ok(ms)
+}
+
+/// Runs the benchmark; returns (summary, samples).
+pub fn run(models: &std::path::Path, database_url: &str, size: u64, runs: usize) -> Result<(Value, Value)> {
+    let minilm: Arc<dyn Embedder> = Arc::new(MiniLm::load(&minilm_dir(models))?);
+    let scratch = tempfile::tempdir()?;
+    let schema = format!("bench_{}", std::process::id());
+    let separator = if database_url.contains('?') { '&' } else { '?' };
+    let url = format!("{database_url}{separator}options=-csearch_path%3D{schema}%2Cpublic");
+    admin(database_url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"))?;
+    let result = (|| -> Result<(Value, Value)> {
+        let sqlite = Arc::new(SqliteStore::open(
+            &scratch.path().join("palace.db"),
+            SqliteOptions { create: true, ..SqliteOptions::default() },
+        )?);
+        let postgres = Arc::new(PgStore::open(&url, PgOptions::default())?);
+        let started = Instant::now();
+        fill_store(sqlite.as_ref(), size, minilm.model_id(), minilm.dim())?;
+        let sqlite_fill = started.elapsed().as_secs_f64();
+        let started = Instant::now();
+        fill_store(postgres.as_ref(), size, minilm.model_id(), minilm.dim())?;
+        let postgres_fill = started.elapsed().as_secs_f64();
+        admin(database_url, &format!("VACUUM ANALYZE {schema}.drawers"))?;
+
+        let palaces = [
+            ("sqlite", Palace::new(sqlite, WorkspaceId::default_workspace()).with_embedder(Arc::clone(&minilm))),
+            ("postgres", Palace::new(postgres, WorkspaceId::default_workspace()).with_embedder(Arc::clone(&minilm))),
+        ];
+        let scenarios = [
+            ("all", DrawerFilter::default()),
+            ("one_wing", DrawerFilter { wings: vec!["wing3".into()], ..DrawerFilter::default() }),
+        ];
+        let mut summary = json!({"drawers": size, "runs": runs,
+            "fill_seconds": {"sqlite": sqlite_fill, "postgres": postgres_fill}});
+        let mut samples = json!({});
+        for (scenario, filter) in &scenarios {
+            // Warm-up: the SQLite process loads its vector index, PostgreSQL its caches.
+            let mut first = json!({});
+            for (name, palace) in &palaces {
+                first[*name] = json!(search(palace, QUERIES[0], filter)?);
+            }
+            let mut times: [Vec<f64>; 2] = [Vec::with_capacity(runs), Vec::with_capacity(runs)];
+            for i in 0..runs {
+                let query = QUERIES[i % QUERIES.len()];
+                // Alternate which store goes first.
+                for k in 0..2 {
+                    let which = (i + k) % 2;
+                    times[which].push(search(&palaces[which].1, query, filter)?);
+                }
+            }
+            let (sqlite, postgres) = (summarize(&times[0]), summarize(&times[1]));
+            let ratio = postgres["p50_ms"].as_f64().unwrap_or(0.0) / sqlite["p50_ms"].as_f64().unwrap_or(1.0);
+            summary[format!("search_{scenario}")] = json!({"sqlite": sqlite, "postgres": postgres,
+                "first_search_ms": first, "p50_ratio_postgres_to_sqlite": ratio});
+            samples[format!("search_{scenario}")] = json!({"sqlite": times[0], "postgres": times[1]});
+        }
+        Ok((summary, samples))
+    })();
+    admin(database_url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))?;
+    result
+}
+
+/// Runs SQL outside the store (schema setup and clean-up).
+fn admin(url: &str, statements: &str) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let (client, connection) =
+            tokio_postgres::connect(url, tokio_postgres::NoTls).await.context("connecting to PostgreSQL")?;
+        tokio::spawn(connection);
+        client.batch_execute(statements).await.context("running SQL")?;
+        Ok(())
+    })
+}
