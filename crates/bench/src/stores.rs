@@ -6,7 +6,8 @@
 //! The palace is the search benchmark's: `size` drawers of realistic text
 //! with random unit vectors tagged with MiniLM's id (the query is embedded
 //! for real). PostgreSQL gets a schema of its own in the given database,
-//! dropped at the end.
+//! dropped at the end (kept, for a look with psql, when
+//! `MEMPALACE_BENCH_KEEP_SCHEMA` is set).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -96,7 +97,9 @@ pub fn run(models: &std::path::Path, database_url: &str, size: u64, runs: usize)
         }
         Ok((summary, samples))
     })();
-    admin(database_url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))?;
+    if std::env::var_os("MEMPALACE_BENCH_KEEP_SCHEMA").is_none() {
+        admin(database_url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))?;
+    }
     result
 }
 

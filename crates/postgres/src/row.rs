@@ -16,22 +16,14 @@ use serde_json::{Map, Value};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-/// Columns of `drawers` in the order [`drawer_params`] binds and
-/// [`drawer_from_row`] reads them.
-pub(crate) const DRAWER_COLUMNS: &str = "workspace_id, id, wing, room, hall, content, content_hash, importance, \
-     memory_type, pipeline_tier, state, summary, source_file, added_by, added_by_agent, owner_user_id, \
-     filed_at, updated_at, last_accessed_at, access_count, superseded_by, cluster_id, retry_count, \
-     entity_count, triple_count, confidence, decay_rate, status, status_reason, session_id, context, \
-     perception_type, perception_data, perception_metadata, source_mtime, chunk_index, line_start, line_end, \
-     content_date, entities, embedding_model, embedding";
+pub(crate) use mempalace_store::sql::DRAWER_COLUMNS;
 
 /// [`DRAWER_COLUMNS`] qualified with table alias `d.`.
 pub(crate) fn drawer_columns_of(alias: &str) -> String {
     DRAWER_COLUMNS.split(", ").map(|column| format!("{alias}.{}", column.trim())).collect::<Vec<_>>().join(", ")
 }
 
-/// Number of columns in [`DRAWER_COLUMNS`].
-pub(crate) const DRAWER_COLUMN_COUNT: usize = 42;
+pub(crate) use mempalace_store::sql::DRAWER_COLUMN_COUNT;
 
 /// An owned query parameter.
 pub(crate) type Param = Box<dyn ToSql + Sync + Send>;
@@ -214,8 +206,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn column_count_matches_the_column_list() {
-        assert_eq!(DRAWER_COLUMNS.split(',').count(), DRAWER_COLUMN_COUNT);
-        assert!(drawer_columns_of("d").starts_with("d.workspace_id, d.id, d.wing"));
+    fn qualified_columns_keep_the_order() {
+        let qualified = drawer_columns_of("d");
+        assert!(qualified.starts_with("d.workspace_id, d.id, d.wing"), "{qualified}");
+        assert_eq!(qualified.split(", ").count(), DRAWER_COLUMN_COUNT);
     }
 }

@@ -7,7 +7,10 @@
 //! embedding_model = 'MODEL'`, created when the model's first vector is
 //! stored. A search repeats that expression and condition literally, so
 //! the planner can use the index, and lets pgvector's iterative scan
-//! (0.8) continue past filtered-out rows.
+//! (0.8) continue past filtered-out rows. A search restricted to a few
+//! places (at most 20,000 drawers, counted from the room aggregate) scans
+//! those drawers exactly instead: the place index finds them, and walking
+//! the graph past the other places' vectors would cost more.
 
 use deadpool_postgres::Transaction;
 use mempalace_core::{DrawerId, WorkspaceId};
@@ -75,6 +78,33 @@ pub(crate) async fn ensure_index(client: &mut deadpool_postgres::Object, model: 
     Ok(())
 }
 
+/// Most drawers a filtered search scans exactly rather than through HNSW.
+const EXACT_SCAN_LIMIT: i64 = 20_000;
+
+/// Visible drawers in the places a filter names (wings and rooms), from
+/// the aggregate; `None` when it names none.
+async fn places_in_filter(
+    tx: &Transaction<'_>,
+    workspace: &WorkspaceId,
+    filter: &DrawerFilter,
+) -> StoreResult<Option<i64>> {
+    if filter.wings.is_empty() && filter.rooms.is_empty() {
+        return Ok(None);
+    }
+    let stmt = tx
+        .prepare_cached(
+            "SELECT coalesce(sum(drawers), 0)::bigint FROM room_counts WHERE workspace_id = $1 \
+             AND (cardinality($2::text[]) = 0 OR wing = ANY($2)) AND (cardinality($3::text[]) = 0 OR room = ANY($3))",
+        )
+        .await
+        .ctx("sizing a filtered vector search")?;
+    let row = tx
+        .query_one(&stmt, &[&workspace.as_str(), &filter.wings, &filter.rooms])
+        .await
+        .ctx("sizing a filtered vector search")?;
+    Ok(Some(row.get(0)))
+}
+
 /// The nearest drawers to `query` among `model`'s vectors passing `filter`.
 pub(crate) async fn search(
     tx: &Transaction<'_>,
@@ -85,12 +115,18 @@ pub(crate) async fn search(
     count: usize,
 ) -> StoreResult<Vec<(DrawerId, f32)>> {
     let dim = dimension(query.len())?;
-    tx.batch_execute(&format!(
-        "SET LOCAL hnsw.ef_search = {}; SET LOCAL hnsw.iterative_scan = relaxed_order",
-        EF_SEARCH.max(count)
-    ))
-    .await
-    .ctx("configuring a vector search")?;
+    if places_in_filter(tx, workspace, filter).await?.is_some_and(|n| n <= EXACT_SCAN_LIMIT) {
+        // A few places' drawers: an exact scan of them (found through the
+        // place index) beats walking the graph past everything else.
+        tx.batch_execute("SET LOCAL enable_indexscan = off").await.ctx("configuring a vector search")?;
+    } else {
+        tx.batch_execute(&format!(
+            "SET LOCAL hnsw.ef_search = {}; SET LOCAL hnsw.iterative_scan = relaxed_order",
+            EF_SEARCH.max(count)
+        ))
+        .await
+        .ctx("configuring a vector search")?;
+    }
     let mut binds = Binds::default();
     let query_param = binds.bind(pgvector::Vector::from(query.to_vec()));
     let clauses = filter_sql(workspace, filter, &mut binds);

@@ -13,7 +13,7 @@ use std::time::Duration;
 use mempalace_core::{Embedding, WorkspaceId};
 use mempalace_postgres::testing::{self, TestSchema};
 use mempalace_postgres::{PgOptions, PgStore};
-use mempalace_store::conformance::{self, drawer};
+use mempalace_store::conformance::drawer;
 use mempalace_store::{DrawerFilter, Store, StoreError, StoreRead, StoreWrite};
 
 fn server() -> Option<String> {
@@ -26,45 +26,7 @@ fn fresh() -> Option<(TestSchema, Arc<dyn Store>)> {
     Some((schema, Arc::new(store)))
 }
 
-macro_rules! conformance_tests {
-    ($($name:ident),+ $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                let Some((_schema, store)) = fresh() else { return };
-                conformance::$name(store.as_ref());
-            }
-        )+
-    };
-}
-
-conformance_tests!(
-    check_drawer_round_trip,
-    check_put_is_idempotent,
-    check_taxonomy_follows_writes,
-    check_workspace_isolation,
-    check_identity,
-    check_scan_pages_through_everything,
-    check_import_round_trip,
-    check_verify_and_rebuild,
-    check_embedding_lookup_and_backfill,
-    check_lexical_search_and_filters,
-    check_vector_change_feed,
-    check_listings_and_access,
-    check_knowledge_graph,
-    check_mentions_halls_and_tunnels,
-    check_pages_replacement_and_sessions,
-    check_source_cursors,
-    check_claims,
-    check_periodic_jobs,
-    check_maintenance,
-);
-
-#[test]
-fn check_concurrent_writers() {
-    let Some((_schema, store)) = fresh() else { return };
-    conformance::check_concurrent_writers(store);
-}
+mempalace_store::conformance_suite!(fresh);
 
 #[test]
 fn a_second_store_sees_writes_on_its_next_read() {
@@ -100,7 +62,12 @@ fn a_dead_holder_releases_its_job() {
     assert!(first.try_start_job("maintain", 1, "first", Duration::from_secs(3600), now).unwrap());
     assert!(!second.try_start_job("maintain", 2, "second", Duration::from_secs(3600), now).unwrap());
     drop(first); // the process ends: its connection, and with it the lock, go
-    assert!(second.try_start_job("maintain", 2, "second", Duration::from_secs(3600), now).unwrap());
+    // The server releases the lock once it notices the connection is gone.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !second.try_start_job("maintain", 2, "second", Duration::from_secs(3600), now).unwrap() {
+        assert!(std::time::Instant::now() < deadline, "the dead holder's lock was never released");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     second.finish_job("maintain", "second").unwrap();
 }
 

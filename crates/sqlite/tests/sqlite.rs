@@ -6,58 +6,20 @@ use std::sync::Arc;
 
 use mempalace_core::WorkspaceId;
 use mempalace_sqlite::{SqliteOptions, SqliteStore};
-use mempalace_store::conformance::{self, drawer};
+use mempalace_store::conformance::drawer;
 use mempalace_store::{Store, StoreError, StoreRead, StoreWrite};
 
 fn open(path: &Path) -> SqliteStore {
     SqliteStore::open(path, SqliteOptions { create: true, ..SqliteOptions::default() }).expect("open palace")
 }
 
-fn fresh() -> (tempfile::TempDir, Arc<dyn Store>) {
+fn fresh() -> Option<(tempfile::TempDir, Arc<dyn Store>)> {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = open(&dir.path().join("palace.db"));
-    (dir, Arc::new(store))
+    Some((dir, Arc::new(store)))
 }
 
-macro_rules! conformance_tests {
-    ($($name:ident),+ $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                let (_dir, store) = fresh();
-                conformance::$name(store.as_ref());
-            }
-        )+
-    };
-}
-
-conformance_tests!(
-    check_drawer_round_trip,
-    check_put_is_idempotent,
-    check_taxonomy_follows_writes,
-    check_workspace_isolation,
-    check_identity,
-    check_scan_pages_through_everything,
-    check_import_round_trip,
-    check_verify_and_rebuild,
-    check_embedding_lookup_and_backfill,
-    check_lexical_search_and_filters,
-    check_vector_change_feed,
-    check_listings_and_access,
-    check_knowledge_graph,
-    check_mentions_halls_and_tunnels,
-    check_pages_replacement_and_sessions,
-    check_source_cursors,
-    check_claims,
-    check_periodic_jobs,
-    check_maintenance,
-);
-
-#[test]
-fn check_concurrent_writers() {
-    let (_dir, store) = fresh();
-    conformance::check_concurrent_writers(store);
-}
+mempalace_store::conformance_suite!(fresh);
 
 #[test]
 fn a_second_handle_sees_writes_on_its_next_read() {

@@ -4,6 +4,9 @@
 //! test assertion) when the backend breaks a promise of the traits. A
 //! backend's test module only builds stores and calls [`run_all`] or the
 //! individual checks; the checks themselves never know which backend runs.
+//!
+//! [`conformance_suite!`](crate::conformance_suite) makes one `#[test]` of
+//! every check for a backend, so no backend can miss one.
 
 use std::sync::Arc;
 
@@ -19,6 +22,54 @@ use mempalace_core::{
 use serde_json::json;
 
 use crate::{DrawerFilter, IdentityRecord, PalaceRecord, PutOutcome, Store};
+
+/// One `#[test]` per conformance check, each on a fresh store from
+/// `$fresh`: a function returning `Option<(guard, Arc<dyn Store>)>` (the
+/// guard keeps the store's file or schema alive; `None` skips the test,
+/// for a backend whose server was deliberately left out).
+#[macro_export]
+macro_rules! conformance_suite {
+    ($fresh:path) => {
+        $crate::conformance_suite!(@each $fresh;
+            check_drawer_round_trip,
+            check_put_is_idempotent,
+            check_taxonomy_follows_writes,
+            check_workspace_isolation,
+            check_identity,
+            check_scan_pages_through_everything,
+            check_import_round_trip,
+            check_verify_and_rebuild,
+            check_embedding_lookup_and_backfill,
+            check_lexical_search_and_filters,
+            check_vector_change_feed,
+            check_listings_and_access,
+            check_knowledge_graph,
+            check_mentions_halls_and_tunnels,
+            check_pages_replacement_and_sessions,
+            check_source_cursors,
+            check_claims,
+            check_periodic_jobs,
+            check_maintenance,
+        );
+
+        #[test]
+        fn check_concurrent_writers() {
+            if let Some((_guard, store)) = $fresh() {
+                $crate::conformance::check_concurrent_writers(store);
+            }
+        }
+    };
+    (@each $fresh:path; $($name:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                if let Some((_guard, store)) = $fresh() {
+                    $crate::conformance::$name(store.as_ref());
+                }
+            }
+        )+
+    };
+}
 
 fn at(text: &str) -> Timestamp {
     parse_timestamp(text, "test time", DayEdge::Start).expect("test timestamps are valid")

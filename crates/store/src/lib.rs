@@ -17,6 +17,7 @@
 
 pub mod error;
 pub mod record;
+pub mod sql;
 
 #[cfg(feature = "conformance")]
 pub mod conformance;
