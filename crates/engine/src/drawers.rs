@@ -424,29 +424,22 @@ pub struct SourceFiled {
 impl Palace {
     /// Files the drawers of one source (`requests` all name it as their
     /// `source_file`) and removes that source's earlier drawers that the new
-    /// version no longer has: a changed file's drawers are replaced, an
-    /// unchanged one files nothing and embeds nothing.
+    /// version no longer has, in one transaction: a changed file's drawers
+    /// are replaced atomically (no reader sees both versions, a crash leaves
+    /// the old one), an unchanged one files nothing and embeds nothing.
     pub fn file_source(&self, source_file: &str, requests: Vec<IngestRequest>) -> EngineResult<SourceFiled> {
         let filter = mempalace_store::DrawerFilter { source_file: Some(source_file.to_string()), ..Default::default() };
         let before: HashSet<DrawerId> = self.store().filtered_ids(self.workspace(), &filter)?.into_iter().collect();
-        let mut filed = self.file_requests(requests)?;
-        let kept: HashSet<&DrawerId> = filed.drawers.iter().flatten().collect();
-        let stale: Vec<DrawerId> = before.iter().filter(|id| !kept.contains(id)).cloned().collect();
-        filed.filing.removed = self.remove_drawers(&stale)?;
-        Ok(filed)
+        self.file_requests(requests, &before)
     }
 
     /// Files the drawers read from the end of a growing source, keeping the
     /// source's earlier drawers except those of `reread`: the drawers an
     /// earlier run filed from the part read again, which the new filing
     /// removes unless it files them again (an exchange completed by its
-    /// reply replaces its one-turn drawer).
+    /// reply replaces its one-turn drawer). Atomic like [`Palace::file_source`].
     pub fn file_source_tail(&self, requests: Vec<IngestRequest>, reread: &[DrawerId]) -> EngineResult<SourceFiled> {
-        let mut filed = self.file_requests(requests)?;
-        let kept: HashSet<&DrawerId> = filed.drawers.iter().flatten().collect();
-        let stale: Vec<DrawerId> = reread.iter().filter(|id| !kept.contains(id)).cloned().collect();
-        filed.filing.removed = self.remove_drawers(&stale)?;
-        Ok(filed)
+        self.file_requests(requests, &reread.iter().cloned().collect())
     }
 
     /// The miner's cursor of a source (see `StoreRead::source_cursor`).
@@ -459,37 +452,29 @@ impl Palace {
         Ok(self.store().set_source_cursor(self.workspace(), source, cursor, self.now())?)
     }
 
-    fn file_requests(&self, requests: Vec<IngestRequest>) -> EngineResult<SourceFiled> {
+    /// Files `requests` and removes, in the same transaction, the drawers
+    /// of `replace` they do not file again.
+    fn file_requests(&self, requests: Vec<IngestRequest>, replace: &HashSet<DrawerId>) -> EngineResult<SourceFiled> {
         let mut filed = SourceFiled::default();
-        for chunk in requests.chunks(64) {
-            for report in self.ingest_batch(chunk.to_vec()) {
-                let mut ids = Vec::new();
-                for outcome in report?.chunks {
-                    match outcome {
-                        ChunkOutcome::Filed(id) => {
-                            filed.filing.added += 1;
-                            ids.push(id);
-                        }
-                        ChunkOutcome::AlreadyFiled(id) | ChunkOutcome::Duplicate { existing: id, .. } => {
-                            filed.filing.unchanged += 1;
-                            ids.push(id);
-                        }
+        let (reports, removed) = self.ingest_replacing(requests, Some(replace));
+        for report in reports {
+            let mut ids = Vec::new();
+            for outcome in report?.chunks {
+                match outcome {
+                    ChunkOutcome::Filed(id) => {
+                        filed.filing.added += 1;
+                        ids.push(id);
+                    }
+                    ChunkOutcome::AlreadyFiled(id) | ChunkOutcome::Duplicate { existing: id, .. } => {
+                        filed.filing.unchanged += 1;
+                        ids.push(id);
                     }
                 }
-                filed.drawers.push(ids);
             }
+            filed.drawers.push(ids);
         }
+        filed.filing.removed = removed;
         Ok(filed)
-    }
-
-    fn remove_drawers(&self, ids: &[DrawerId]) -> EngineResult<usize> {
-        let mut removed = 0;
-        for id in ids {
-            if self.store().delete_drawer(self.workspace(), id)? {
-                removed += 1;
-            }
-        }
-        Ok(removed)
     }
 }
 

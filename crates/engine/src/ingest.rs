@@ -207,6 +207,19 @@ impl Palace {
     /// Files several texts; their chunks share embedding calls. One result
     /// per request, in order.
     pub fn ingest_batch(&self, requests: Vec<IngestRequest>) -> Vec<EngineResult<IngestReport>> {
+        self.ingest_replacing(requests, None).0
+    }
+
+    /// Files several texts and, when `replace` is given, removes in the same
+    /// transaction the drawers of `replace` that the new texts do not file
+    /// again (a source's new version replacing its old one atomically).
+    /// Nothing is removed when a request fails. Returns the reports and how
+    /// many drawers were removed.
+    pub(crate) fn ingest_replacing(
+        &self,
+        requests: Vec<IngestRequest>,
+        replace: Option<&std::collections::HashSet<DrawerId>>,
+    ) -> (Vec<EngineResult<IngestReport>>, usize) {
         let mut reports: Vec<EngineResult<IngestReport>> = Vec::with_capacity(requests.len());
         let mut pending: Vec<Pending> = Vec::new();
         let now = self.now();
@@ -227,10 +240,25 @@ impl Palace {
                 Err(error) => reports.push(Err(error)),
             }
         }
+        let replace = replace.filter(|_| reports.iter().all(Result::is_ok));
         if pending.is_empty() {
-            return reports;
+            let removed = match replace {
+                Some(stale) if !stale.is_empty() => {
+                    let stale: Vec<DrawerId> = stale.iter().cloned().collect();
+                    match self.store().put_and_remove_drawers(self.workspace(), &[], &stale) {
+                        Ok((_, removed)) => removed,
+                        Err(error) => {
+                            reports.push(Err(error.into()));
+                            0
+                        }
+                    }
+                }
+                _ => 0,
+            };
+            return (reports, removed);
         }
-        if let Err(error) = self.embed_and_file(&mut pending, &mut reports) {
+        let mut removed = 0;
+        if let Err(error) = self.embed_and_file(&mut pending, &mut reports, replace, &mut removed) {
             // A storage failure fails every request that had chunks in flight.
             let message = error.to_string();
             let mut first = Some(error);
@@ -241,7 +269,7 @@ impl Palace {
                 }
             }
         }
-        reports
+        (reports, removed)
     }
 
     /// Noise filter, chunking and classification of one request; `None` for noise.
@@ -355,7 +383,13 @@ impl Palace {
 
     /// Embeds every pending chunk (one batched call), dedups, files and
     /// publishes; fills each request's report.
-    fn embed_and_file(&self, pending: &mut [Pending], reports: &mut [EngineResult<IngestReport>]) -> EngineResult<()> {
+    fn embed_and_file(
+        &self,
+        pending: &mut [Pending],
+        reports: &mut [EngineResult<IngestReport>],
+        replace: Option<&std::collections::HashSet<DrawerId>>,
+        removed: &mut usize,
+    ) -> EngineResult<()> {
         // Chunks already filed in their place keep their id and cost nothing.
         let ids: Vec<DrawerId> = pending.iter().map(|p| p.drawer.id.clone()).collect();
         let existing: std::collections::HashSet<DrawerId> =
@@ -410,7 +444,22 @@ impl Palace {
             to_file.push((position, item.drawer.clone()));
         }
         let drawers: Vec<Drawer> = to_file.iter().map(|(_, d)| d.clone()).collect();
-        let results = self.store().put_drawers(&drawers)?;
+        let results = match replace {
+            Some(old) => {
+                let mut kept: std::collections::HashSet<&DrawerId> = drawers.iter().map(|d| &d.id).collect();
+                for outcome in outcomes.iter().flatten() {
+                    match outcome {
+                        ChunkOutcome::Filed(id) | ChunkOutcome::AlreadyFiled(id) => kept.insert(id),
+                        ChunkOutcome::Duplicate { existing, .. } => kept.insert(existing),
+                    };
+                }
+                let stale: Vec<DrawerId> = old.iter().filter(|id| !kept.contains(id)).cloned().collect();
+                let (results, count) = self.store().put_and_remove_drawers(self.workspace(), &drawers, &stale)?;
+                *removed = count;
+                results
+            }
+            None => self.store().put_drawers(&drawers)?,
+        };
         for ((position, drawer), result) in to_file.into_iter().zip(results) {
             outcomes[position] = Some(match result {
                 mempalace_store::PutOutcome::Inserted => {

@@ -459,6 +459,29 @@ impl StoreWrite for PgStore {
         })
     }
 
+    fn put_and_remove_drawers(
+        &self,
+        workspace: &WorkspaceId,
+        drawers: &[Drawer],
+        remove: &[DrawerId],
+    ) -> StoreResult<(Vec<PutOutcome>, usize)> {
+        self.run(async {
+            self.ensure_vector_indexes(drawers.iter().filter_map(|d| d.embedding.as_ref())).await?;
+            self.write(async |tx| {
+                let mut outcomes = Vec::with_capacity(drawers.len());
+                for drawer in drawers {
+                    outcomes.push(records::insert_drawer(tx, drawer).await?);
+                }
+                let mut removed = 0;
+                for id in remove {
+                    removed += usize::from(records::delete_drawer(tx, workspace, id).await?);
+                }
+                Ok((outcomes, removed))
+            })
+            .await
+        })
+    }
+
     fn set_drawer_status(
         &self,
         workspace: &WorkspaceId,

@@ -377,6 +377,23 @@ impl StoreWrite for SqliteStore {
         self.write(|tx| drawers.iter().map(|drawer| records::insert_drawer(tx, drawer)).collect())
     }
 
+    fn put_and_remove_drawers(
+        &self,
+        workspace: &WorkspaceId,
+        drawers: &[Drawer],
+        remove: &[DrawerId],
+    ) -> StoreResult<(Vec<PutOutcome>, usize)> {
+        self.write(|tx| {
+            let outcomes =
+                drawers.iter().map(|drawer| records::insert_drawer(tx, drawer)).collect::<StoreResult<_>>()?;
+            let mut removed = 0;
+            for id in remove {
+                removed += usize::from(records::delete_drawer(tx, workspace, id)?);
+            }
+            Ok((outcomes, removed))
+        })
+    }
+
     fn set_drawer_status(
         &self,
         workspace: &WorkspaceId,

@@ -47,6 +47,7 @@ macro_rules! conformance_suite {
             check_mentions_halls_and_tunnels,
             check_pages_replacement_and_sessions,
             check_source_cursors,
+            check_put_and_remove,
             check_claims,
             check_periodic_jobs,
             check_maintenance,
@@ -675,6 +676,25 @@ pub fn check_source_cursors(store: &dyn Store) {
     store.set_source_cursor(&ws, source, None, at("2025-03-01T10:06:00Z")).expect("forget");
     assert_eq!(store.source_cursor(&ws, source).expect("read"), None);
     assert_eq!(store.source_cursor(&other, source).expect("read").as_deref(), Some("other's"));
+}
+
+/// A source's new version replaces its old drawers in one step: inserts
+/// and removals together, other workspaces untouched.
+pub fn check_put_and_remove(store: &dyn Store) {
+    let ws = workspace("default");
+    let old: Vec<Drawer> = (0..3).map(|i| drawer(&ws, "w", "r", &format!("old version, part {i}"))).collect();
+    store.put_drawers(&old).expect("put");
+    let mut elsewhere = old[0].clone();
+    elsewhere.workspace_id = workspace("other");
+    store.put_drawers(&[elsewhere.clone()]).expect("put other");
+    let new = vec![old[0].clone(), drawer(&ws, "w", "r", "new version, part 1")];
+    let remove = vec![old[1].id.clone(), old[2].id.clone(), DrawerId::parse("drawer_w_r_missing").expect("id")];
+    let (outcomes, removed) = store.put_and_remove_drawers(&ws, &new, &remove).expect("replace");
+    assert_eq!(outcomes, vec![PutOutcome::Existing, PutOutcome::Inserted]);
+    assert_eq!(removed, 2, "the missing id is not counted");
+    assert_eq!(store.taxonomy(&ws).expect("taxonomy").total_drawers, 2);
+    assert!(store.drawer(&workspace("other"), &elsewhere.id).expect("read").is_some());
+    assert_all_healthy(store);
 }
 
 /// Cold-path claims: raw drawers only, oldest first, never two live claims

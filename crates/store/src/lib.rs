@@ -216,6 +216,17 @@ pub trait StoreWrite: StoreRead {
     /// existing id is left untouched. Returns one outcome per input, in order.
     fn put_drawers(&self, drawers: &[Drawer]) -> StoreResult<Vec<PutOutcome>>;
 
+    /// Inserts `drawers` (as [`StoreWrite::put_drawers`]) and removes the
+    /// drawers `remove` of `workspace` (as [`StoreWrite::delete_drawer`]) in
+    /// one transaction: a source's new version replaces its old one
+    /// atomically. Returns the put outcomes and how many were removed.
+    fn put_and_remove_drawers(
+        &self,
+        workspace: &WorkspaceId,
+        drawers: &[Drawer],
+        remove: &[DrawerId],
+    ) -> StoreResult<(Vec<PutOutcome>, usize)>;
+
     /// Sets a drawer's status (soft delete, supersede, restore) with a
     /// reason. Returns false when the drawer does not exist.
     fn set_drawer_status(
