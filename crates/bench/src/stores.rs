@@ -12,12 +12,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use mempalace_core::WorkspaceId;
 use mempalace_embed::Embedder;
 use mempalace_embed::files::minilm_dir;
 use mempalace_embed::minilm::MiniLm;
 use mempalace_engine::{Palace, SearchRequest};
+use mempalace_postgres::testing::TestSchema;
 use mempalace_postgres::{PgOptions, PgStore};
 use mempalace_sqlite::{SqliteOptions, SqliteStore};
 use mempalace_store::DrawerFilter;
@@ -45,23 +46,21 @@ fn search(palace: &Palace, query: &str, filter: &DrawerFilter) -> Result<f64> {
 pub fn run(models: &std::path::Path, database_url: &str, size: u64, runs: usize) -> Result<(Value, Value)> {
     let minilm: Arc<dyn Embedder> = Arc::new(MiniLm::load(&minilm_dir(models))?);
     let scratch = tempfile::tempdir()?;
-    let schema = format!("bench_{}", std::process::id());
-    let separator = if database_url.contains('?') { '&' } else { '?' };
-    let url = format!("{database_url}{separator}options=-csearch_path%3D{schema}%2Cpublic");
-    admin(database_url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"))?;
+    // A schema of its own on the server, dropped at the end.
+    let schema = TestSchema::new(database_url);
     let result = (|| -> Result<(Value, Value)> {
         let sqlite = Arc::new(SqliteStore::open(
             &scratch.path().join("palace.db"),
             SqliteOptions { create: true, ..SqliteOptions::default() },
         )?);
-        let postgres = Arc::new(PgStore::open(&url, PgOptions::default())?);
+        let postgres = Arc::new(PgStore::open(&schema.url, PgOptions::default())?);
         let started = Instant::now();
         fill_store(sqlite.as_ref(), size, minilm.model_id(), minilm.dim())?;
         let sqlite_fill = started.elapsed().as_secs_f64();
         let started = Instant::now();
         fill_store(postgres.as_ref(), size, minilm.model_id(), minilm.dim())?;
         let postgres_fill = started.elapsed().as_secs_f64();
-        admin(database_url, &format!("VACUUM ANALYZE {schema}.drawers"))?;
+        schema.execute(&format!("VACUUM ANALYZE {}.drawers", schema.name));
 
         let palaces = [
             ("sqlite", Palace::new(sqlite, WorkspaceId::default_workspace()).with_embedder(Arc::clone(&minilm))),
@@ -97,20 +96,8 @@ pub fn run(models: &std::path::Path, database_url: &str, size: u64, runs: usize)
         }
         Ok((summary, samples))
     })();
-    if std::env::var_os("MEMPALACE_BENCH_KEEP_SCHEMA").is_none() {
-        admin(database_url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))?;
+    if std::env::var_os("MEMPALACE_BENCH_KEEP_SCHEMA").is_some() {
+        std::mem::forget(schema);
     }
     result
-}
-
-/// Runs SQL outside the store (schema setup and clean-up).
-fn admin(url: &str, statements: &str) -> Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    runtime.block_on(async {
-        let (client, connection) =
-            tokio_postgres::connect(url, tokio_postgres::NoTls).await.context("connecting to PostgreSQL")?;
-        tokio::spawn(connection);
-        client.batch_execute(statements).await.context("running SQL")?;
-        Ok(())
-    })
 }

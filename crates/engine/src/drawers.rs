@@ -421,6 +421,13 @@ pub struct SourceFiled {
     pub drawers: Vec<Vec<DrawerId>>,
 }
 
+impl SourceFiled {
+    /// How many distinct drawers the source has now.
+    pub fn distinct_drawers(&self) -> usize {
+        self.drawers.iter().flatten().collect::<HashSet<_>>().len()
+    }
+}
+
 impl Palace {
     /// Files the drawers of one source (`requests` all name it as their
     /// `source_file`) and removes that source's earlier drawers that the new
@@ -473,7 +480,7 @@ impl Palace {
             }
             filed.drawers.push(ids);
         }
-        filed.filing.removed = removed;
+        filed.filing.removed = removed?;
         Ok(filed)
     }
 }

@@ -214,12 +214,12 @@ impl Palace {
     /// transaction the drawers of `replace` that the new texts do not file
     /// again (a source's new version replacing its old one atomically).
     /// Nothing is removed when a request fails. Returns the reports and how
-    /// many drawers were removed.
+    /// many drawers were removed (an error when only the removal failed).
     pub(crate) fn ingest_replacing(
         &self,
         requests: Vec<IngestRequest>,
         replace: Option<&std::collections::HashSet<DrawerId>>,
-    ) -> (Vec<EngineResult<IngestReport>>, usize) {
+    ) -> (Vec<EngineResult<IngestReport>>, EngineResult<usize>) {
         let mut reports: Vec<EngineResult<IngestReport>> = Vec::with_capacity(requests.len());
         let mut pending: Vec<Pending> = Vec::new();
         let now = self.now();
@@ -245,15 +245,12 @@ impl Palace {
             let removed = match replace {
                 Some(stale) if !stale.is_empty() => {
                     let stale: Vec<DrawerId> = stale.iter().cloned().collect();
-                    match self.store().put_and_remove_drawers(self.workspace(), &[], &stale) {
-                        Ok((_, removed)) => removed,
-                        Err(error) => {
-                            reports.push(Err(error.into()));
-                            0
-                        }
-                    }
+                    self.store()
+                        .put_and_remove_drawers(self.workspace(), &[], &stale)
+                        .map(|(_, n)| n)
+                        .map_err(Into::into)
                 }
-                _ => 0,
+                _ => Ok(0),
             };
             return (reports, removed);
         }
@@ -269,7 +266,7 @@ impl Palace {
                 }
             }
         }
-        (reports, removed)
+        (reports, Ok(removed))
     }
 
     /// Noise filter, chunking and classification of one request; `None` for noise.
@@ -429,8 +426,13 @@ impl Palace {
                 }
                 if let Some((existing_id, approximate)) = best {
                     // The index is quantised; confirm with the stored vector.
-                    let exact =
-                        self.exact_similarity(&existing_id, vector, embedded.model.as_deref()).unwrap_or(approximate);
+                    let exact = self.exact_similarity(
+                        &existing_id,
+                        vector,
+                        embedded.model.as_deref(),
+                        item.drawer.owner_user_id.as_deref(),
+                        approximate,
+                    );
                     if exact > DEDUP_THRESHOLD {
                         outcomes[position] = Some(ChunkOutcome::Duplicate { existing: existing_id, similarity: exact });
                         continue;
@@ -491,10 +493,25 @@ impl Palace {
         Ok(())
     }
 
-    fn exact_similarity(&self, id: &DrawerId, vector: &[f32], model: Option<&str>) -> Option<f32> {
-        let drawer = self.store().drawer(self.workspace(), id).ok()??;
-        let embedding = drawer.embedding?;
-        (Some(embedding.model.as_str()) == model).then(|| vector::cosine(vector, &embedding.vector))
+    /// The similarity to a stored drawer, from its stored vector (the
+    /// index's `approximate` when it has none of `model`); 0 for another
+    /// user's private drawer, which a new drawer of `owner` never duplicates.
+    fn exact_similarity(
+        &self,
+        id: &DrawerId,
+        vector: &[f32],
+        model: Option<&str>,
+        owner: Option<&str>,
+        approximate: f32,
+    ) -> f32 {
+        let Some(drawer) = self.store().drawer(self.workspace(), id).ok().flatten() else { return approximate };
+        if drawer.owner_user_id.is_some() && drawer.owner_user_id.as_deref() != owner {
+            return 0.0;
+        }
+        drawer
+            .embedding
+            .filter(|embedding| Some(embedding.model.as_str()) == model)
+            .map_or(approximate, |embedding| vector::cosine(vector, &embedding.vector))
     }
 }
 

@@ -225,7 +225,8 @@ impl Palace {
     /// `filter`, best first, with their cosine similarity: from the
     /// backend's own vector index when it keeps one (PostgreSQL: HNSW),
     /// else from this process's derived index (caught up first; quantised,
-    /// so similarities are approximate).
+    /// so similarities are approximate; a filter's `viewer` is not applied
+    /// there, so callers check the owners of what they get).
     pub fn nearest(
         &self,
         model: &str,
@@ -238,8 +239,12 @@ impl Palace {
         }
         let index = self.vector_index(model);
         index.refresh(self.store().as_ref())?;
+        // Ownership alone does not restrict the derived index (listing a
+        // workspace's ids per call would cost as much as the search):
+        // callers check the owner on the drawers they get.
+        let unowned = mempalace_store::DrawerFilter { viewer: None, ..filter.clone() };
         let allowed: Option<std::collections::HashSet<mempalace_core::DrawerId>> =
-            if *filter == mempalace_store::DrawerFilter::default() {
+            if unowned == mempalace_store::DrawerFilter::default() {
                 None
             } else {
                 Some(self.store().filtered_ids(&self.workspace, filter)?.into_iter().collect())

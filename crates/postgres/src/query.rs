@@ -110,8 +110,8 @@ async fn lexemes_of(tx: &Transaction<'_>, terms: &[String]) -> StoreResult<Vec<V
 const EXACT_FREQUENCY_LIMIT: i64 = 2_000;
 
 /// Drawers (any workspace, any status) whose lexical entry holds any of
-/// `lexemes`: exact up to a bound, estimated above it.
-async fn document_frequency(tx: &Transaction<'_>, lexemes: &[String]) -> StoreResult<u64> {
+/// `lexemes`: exact up to `bound` (see [`frequency_bound`]), estimated above it.
+async fn document_frequency(tx: &Transaction<'_>, lexemes: &[String], bound: i64) -> StoreResult<u64> {
     if lexemes.is_empty() {
         return Ok(0);
     }
@@ -126,7 +126,6 @@ async fn document_frequency(tx: &Transaction<'_>, lexemes: &[String]) -> StoreRe
         .ctx(c)?
         .get(0);
     let estimate = plan[0]["Plan"]["Plan Rows"].as_f64().unwrap_or(0.0) as i64;
-    let bound = EXACT_FREQUENCY_LIMIT.max(estimate_documents(tx).await? / 20);
     if estimate > bound {
         return Ok(u64::try_from(estimate).unwrap_or(0));
     }
@@ -140,11 +139,13 @@ async fn document_frequency(tx: &Transaction<'_>, lexemes: &[String]) -> StoreRe
     Ok(u64::try_from(if count > bound { count.max(estimate) } else { count }).unwrap_or(0))
 }
 
-/// Drawers in the lexical index (the palace counter).
-async fn estimate_documents(tx: &Transaction<'_>) -> StoreResult<i64> {
+/// Above how many drawers a frequency is estimated: max(2,000, 5 % of the
+/// lexical index); read once per call, not once per term.
+async fn frequency_bound(tx: &Transaction<'_>) -> StoreResult<i64> {
     let stmt =
         tx.prepare_cached("SELECT lexical_docs FROM palace_counters WHERE id = 1").await.ctx("counting documents")?;
-    Ok(tx.query_one(&stmt, &[]).await.ctx("counting documents")?.get(0))
+    let documents: i64 = tx.query_one(&stmt, &[]).await.ctx("counting documents")?.get(0);
+    Ok(EXACT_FREQUENCY_LIMIT.max(documents / 20))
 }
 
 pub(crate) async fn term_frequencies(tx: &Transaction<'_>, terms: &[String]) -> StoreResult<(u64, Vec<u64>)> {
@@ -153,9 +154,10 @@ pub(crate) async fn term_frequencies(tx: &Transaction<'_>, terms: &[String]) -> 
         .await
         .ctx("counting documents")?
         .get(0);
+    let bound = frequency_bound(tx).await?;
     let mut counts = Vec::with_capacity(terms.len());
     for lexemes in lexemes_of(tx, terms).await? {
-        counts.push(document_frequency(tx, &lexemes).await?);
+        counts.push(document_frequency(tx, &lexemes, bound).await?);
     }
     Ok((u64::try_from(documents).unwrap_or(0), counts))
 }
@@ -174,8 +176,10 @@ pub(crate) async fn lexical_search(
         return Ok(Vec::new());
     }
     let mut frequencies: Vec<i64> = Vec::with_capacity(lexemes.len());
+    let bound = frequency_bound(tx).await?;
     for lexeme in &lexemes {
-        frequencies.push(i64::try_from(document_frequency(tx, std::slice::from_ref(lexeme)).await?).unwrap_or(0));
+        let frequency = document_frequency(tx, std::slice::from_ref(lexeme), bound).await?;
+        frequencies.push(i64::try_from(frequency).unwrap_or(i64::MAX));
     }
     let query = lexemes.iter().map(|l| lexeme_query(l)).collect::<Vec<_>>().join(" | ");
     let mut binds = Binds::default();

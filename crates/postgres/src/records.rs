@@ -210,8 +210,8 @@ pub(crate) async fn scan_drawers(
         tx,
         workspace,
         &format!(
-            "SELECT {DRAWER_COLUMNS} FROM drawers WHERE workspace_id = $1 AND id > $2 COLLATE \"C\" \
-             ORDER BY id COLLATE \"C\" LIMIT $3"
+            "SELECT {DRAWER_COLUMNS} FROM drawers WHERE workspace_id = $1 AND id > $2 \
+             ORDER BY id LIMIT $3"
         ),
         &[&workspace.as_str(), &after, &limit(count)],
     )
@@ -316,7 +316,7 @@ pub(crate) async fn sessions(tx: &Transaction<'_>, workspace: &WorkspaceId) -> S
     let stmt = tx
         .prepare_cached(
             "SELECT id, agent, user_id, context, status, outcome_score, session_count, started_at, ended_at \
-             FROM sessions WHERE workspace_id = $1 ORDER BY id COLLATE \"C\"",
+             FROM sessions WHERE workspace_id = $1 ORDER BY id",
         )
         .await
         .ctx(c)?;
@@ -349,7 +349,7 @@ pub(crate) async fn episodic_summaries(
     let stmt = tx
         .prepare_cached(
             "SELECT id, session_id, source_id, agent, user_id, summary, l0_abstract, key_topics, created_at, \
-             expires_at, promoted_at FROM episodic_summaries WHERE workspace_id = $1 ORDER BY id COLLATE \"C\"",
+             expires_at, promoted_at FROM episodic_summaries WHERE workspace_id = $1 ORDER BY id",
         )
         .await
         .ctx(c)?;
@@ -380,7 +380,7 @@ pub(crate) async fn tunnels(tx: &Transaction<'_>, workspace: &WorkspaceId) -> St
     let stmt = tx
         .prepare_cached(
             "SELECT id, wing_a, room_a, wing_b, room_b, label, created_by, created_at \
-             FROM tunnels WHERE workspace_id = $1 ORDER BY id COLLATE \"C\"",
+             FROM tunnels WHERE workspace_id = $1 ORDER BY id",
         )
         .await
         .ctx(c)?;
@@ -571,7 +571,7 @@ pub(crate) async fn drawers_missing_embedding(
         .prepare_cached(
             "SELECT id, content FROM drawers WHERE workspace_id = $1 \
              AND (embedding_model IS NULL OR embedding_model <> $2 OR embedding IS NULL) \
-             ORDER BY id COLLATE \"C\" LIMIT $3",
+             ORDER BY id LIMIT $3",
         )
         .await
         .ctx(c)?;

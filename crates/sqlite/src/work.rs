@@ -22,34 +22,22 @@ pub(crate) fn claim_raw_drawers(
     until: &Timestamp,
 ) -> StoreResult<Vec<Drawer>> {
     let c = "claiming raw drawers";
-    let seqs: Vec<i64> = tx
-        .prepare_cached(
-            "SELECT seq FROM drawers WHERE workspace_id = ?1 AND state = 'raw' \
-             AND (claimed_until IS NULL OR claimed_until < ?2) ORDER BY filed_at, id LIMIT ?3",
-        )
-        .and_then(|mut stmt| {
-            stmt.query_map(params![workspace.as_str(), ts(now), i64::try_from(limit).unwrap_or(i64::MAX)], |row| {
-                row.get(0)
-            })?
-            .collect()
-        })
+    let sql = format!(
+        "UPDATE drawers SET claimed_by = ?4, claimed_until = ?5 WHERE seq IN ( \
+             SELECT seq FROM drawers WHERE workspace_id = ?1 AND state = 'raw' \
+             AND (claimed_until IS NULL OR claimed_until < ?2) ORDER BY filed_at, id LIMIT ?3) \
+         RETURNING seq, {DRAWER_COLUMNS}"
+    );
+    let mut stmt = tx.prepare_cached(&sql).ctx(c)?;
+    let mut rows = stmt
+        .query(params![workspace.as_str(), ts(now), i64::try_from(limit).unwrap_or(i64::MAX), worker, ts(until)])
         .ctx(c)?;
-    let mut drawers = Vec::with_capacity(seqs.len());
-    for seq in seqs {
-        tx.prepare_cached("UPDATE drawers SET claimed_by = ?2, claimed_until = ?3 WHERE seq = ?1")
-            .and_then(|mut stmt| stmt.execute(params![seq, worker, ts(until)]))
-            .ctx(c)?;
-        let drawer = tx
-            .prepare_cached(&format!("SELECT seq, {DRAWER_COLUMNS} FROM drawers WHERE seq = ?1"))
-            .and_then(|mut stmt| {
-                let mut rows = stmt.query(params![seq])?;
-                rows.next().map(|row| row.map(drawer_from_row))
-            })
-            .ctx(c)?;
-        if let Some(drawer) = drawer {
-            drawers.push(drawer?.1);
-        }
+    let mut drawers = Vec::new();
+    while let Some(row) = rows.next().ctx(c)? {
+        drawers.push(drawer_from_row(row)?.1);
     }
+    // RETURNING gives no order.
+    drawers.sort_by(|a, b| a.filed_at.cmp(&b.filed_at).then_with(|| a.id.cmp(&b.id)));
     crate::records::attach_tags(tx, workspace, &mut drawers)?;
     Ok(drawers)
 }

@@ -67,7 +67,7 @@ fn open(settings: &Settings, location: &str, access: Access) -> Result<Arc<dyn S
     super::open_store(&side, access)
 }
 
-/// Records per kind in a palace (read by exporting it).
+/// Records per kind in the destination (read by exporting it).
 fn census(palace: &Palace) -> Result<BTreeMap<&'static str, u64>> {
     let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
     palace
@@ -95,6 +95,8 @@ pub fn run(settings: &Settings, args: MigrateStoreArgs) -> Result<()> {
     let mut batch: Vec<PalaceRecord> = Vec::with_capacity(BATCH);
     let mut copied = RecordCounts::default();
     let mut read = 0_u64;
+    // The source's records per kind, counted as they are copied.
+    let mut before: BTreeMap<&'static str, u64> = BTreeMap::new();
     let flush = |batch: &mut Vec<PalaceRecord>, copied: &mut RecordCounts, read: u64| -> Result<()> {
         if batch.is_empty() {
             return Ok(());
@@ -107,6 +109,7 @@ pub fn run(settings: &Settings, args: MigrateStoreArgs) -> Result<()> {
     source
         .export_all(&mut |record: PalaceRecord| -> Result<()> {
             read += 1;
+            *before.entry(kind(&record)).or_default() += 1;
             batch.push(record);
             if batch.len() >= BATCH {
                 flush(&mut batch, &mut copied, read)?;
@@ -119,7 +122,7 @@ pub fn run(settings: &Settings, args: MigrateStoreArgs) -> Result<()> {
         })?;
     flush(&mut batch, &mut copied, read)?;
 
-    let (before, after) = (census(&source)?, census(&destination)?);
+    let after = census(&destination)?;
     let mut table = Vec::new();
     let mut missing = Vec::new();
     for (kind, count) in &before {
