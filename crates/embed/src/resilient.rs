@@ -11,16 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::{EmbedError, EmbedResult, Embedder};
 
-/// First pause after a failure.
-pub const FIRST_COOLDOWN: Duration = Duration::from_secs(60);
-/// Longest pause.
-pub const MAX_COOLDOWN: Duration = Duration::from_secs(300);
-
-/// Pause after `consecutive_failures` failures in a row (≥ 1).
-pub fn cooldown_after(consecutive_failures: u32) -> Duration {
-    let doublings = consecutive_failures.saturating_sub(1).min(16);
-    (FIRST_COOLDOWN * 2_u32.pow(doublings)).min(MAX_COOLDOWN)
-}
+pub use mempalace_core::embedder::cooldown_after;
 
 #[derive(Debug, Default)]
 struct State {
@@ -110,12 +101,6 @@ impl<E: Embedder> Embedder for Resilient<E> {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
-    #[test]
-    fn schedule_doubles_to_the_cap() {
-        let secs: Vec<u64> = (1..=6).map(|n| cooldown_after(n).as_secs()).collect();
-        assert_eq!(secs, vec![60, 120, 240, 300, 300, 300]);
-    }
 
     struct Flaky {
         fail: AtomicBool,

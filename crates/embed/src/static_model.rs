@@ -10,10 +10,8 @@
 //! at most 512 tokens), L2-normalised. Embedding is a lookup and a sum:
 //! thousands of times faster than the transformer, at some cost in quality.
 
-use std::collections::HashMap;
 use std::path::Path;
 
-use candle_core::{DType, Device, Tensor};
 use mempalace_core::vector::normalize;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -79,23 +77,13 @@ impl StaticModel {
         if !folder.join("model.safetensors").is_file() {
             return Err(missing("model.safetensors"));
         }
-        let tensors = candle_core::safetensors::load(folder.join("model.safetensors"), &Device::Cpu)
-            .map_err(|error| EmbedError::ModelInvalid(format!("static model.safetensors: {error}")))?;
-        let embeddings = tensors
-            .get("embeddings")
-            .ok_or_else(|| EmbedError::ModelInvalid("static model.safetensors has no `embeddings`".to_string()))?;
-        if embeddings.dims() != [config.vocab_size, config.dim] {
-            return Err(EmbedError::ModelInvalid(format!(
-                "static table is {:?}, config says {} × {}",
-                embeddings.dims(),
-                config.vocab_size,
-                config.dim
-            )));
-        }
-        let table = embeddings
-            .flatten_all()
-            .and_then(|t| t.to_vec1::<f32>())
-            .map_err(|error| EmbedError::ModelInvalid(error.to_string()))?;
+        let weights = crate::weights::Weights::read(&folder.join("model.safetensors"))?;
+        let table = weights.with(|root| {
+            if !root.contains("embeddings") {
+                return Err(EmbedError::ModelInvalid("static model.safetensors has no `embeddings`".to_string()));
+            }
+            root.get(&[config.vocab_size, config.dim], "embeddings")
+        })?;
         if !folder.join("tokenizer.json").is_file() {
             return Err(missing("tokenizer.json"));
         }
@@ -215,12 +203,10 @@ fn write_folder(out: &Path, table: &[f32], config: &StaticConfig, tokenizer_json
     let staging = parent.join(format!(".staging-static-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
     std::fs::create_dir_all(&staging).map_err(|e| fail("creating a staging folder", &e))?;
-    let tensor = Tensor::from_slice(table, (config.vocab_size, config.dim), &Device::Cpu)
-        .and_then(|t| t.to_dtype(DType::F32))
-        .map_err(|e| fail("building the table", &e))?;
-    let tensors: HashMap<String, Tensor> = HashMap::from([("embeddings".to_string(), tensor)]);
-    candle_core::safetensors::save(&tensors, staging.join("model.safetensors"))
-        .map_err(|e| fail("writing the table", &e))?;
+    crate::weights::write_f32(
+        &staging.join("model.safetensors"),
+        &[("embeddings", vec![config.vocab_size, config.dim], table)],
+    )?;
     std::fs::copy(tokenizer_json, staging.join("tokenizer.json")).map_err(|e| fail("copying tokenizer.json", &e))?;
     let text = serde_json::to_string_pretty(config).map_err(|e| fail("encoding config.json", &e))?;
     std::fs::write(staging.join("config.json"), text).map_err(|e| fail("writing config.json", &e))?;

@@ -9,8 +9,8 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+use mempalace_core::embedder::Embedder;
 use mempalace_core::{ContentHash, DrawerId, Embedding};
-use mempalace_embed::Embedder;
 
 use crate::error::EngineResult;
 use crate::palace::Palace;
@@ -182,8 +182,8 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+    use mempalace_core::embedder::{EmbedError, EmbedResult, Embedder};
     use mempalace_core::{Content, Room, Wing, WorkspaceId};
-    use mempalace_embed::{EmbedError, EmbedResult, Embedder};
     use mempalace_sqlite::{SqliteOptions, SqliteStore};
 
     use crate::palace::{NewDrawer, Palace};

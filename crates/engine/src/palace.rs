@@ -17,7 +17,7 @@ use mempalace_store::{
     HealthCheck, IdentityRecord, PalaceRecord, PutOutcome, RecordCounts, StorageInfo, Store, Taxonomy,
 };
 
-use mempalace_embed::Embedder;
+use mempalace_core::embedder::Embedder;
 
 use crate::error::{EngineError, EngineResult};
 use crate::graph::GraphCache;

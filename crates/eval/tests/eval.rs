@@ -3,6 +3,10 @@
 //! conversation through the real filing and search path (the full dev
 //! split runs as a benchmark, see BENCHMARKS.md).
 
+// Tests take their setup (model directory, shared data, servers) from the
+// environment that scripts/test.sh prepares.
+#![allow(clippy::disallowed_methods)]
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -10,7 +10,7 @@
 
 use std::sync::{Arc, Condvar, Mutex};
 
-use mempalace_embed::Embedder;
+use mempalace_core::embedder::Embedder;
 use mempalace_engine::Palace;
 
 /// Builds the embedding provider; `Ok(None)` means "no vectors" (no model).

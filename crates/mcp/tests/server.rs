@@ -3,6 +3,10 @@
 //! the model; a search that arrives first waits for it), a model that fails
 //! to load, and parameter errors that never take the server down.
 
+// Tests take their setup (model directory, shared data, servers) from the
+// environment that scripts/test.sh prepares.
+#![allow(clippy::disallowed_methods)]
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -17,19 +17,8 @@ use tracing_subscriber::EnvFilter;
 
 use crate::cli::{Cli, Exit};
 
-/// Installs the stderr subscriber: `MEMPALACE_LOG` (an env-filter
-/// directive) when set, else warnings, raised by each `-v`.
-fn setup_logging(verbose: u8) {
-    let default = match verbose {
-        0 => "warn",
-        1 => "info",
-        2 => "debug",
-        _ => "trace",
-    };
-    let filter = std::env::var("MEMPALACE_LOG")
-        .ok()
-        .and_then(|directives| EnvFilter::try_new(directives).ok())
-        .unwrap_or_else(|| EnvFilter::new(default));
+/// Installs the stderr subscriber with the filter from the settings.
+fn setup_logging(filter: EnvFilter) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -49,8 +38,15 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    setup_logging(cli.global.verbose);
-    match cli::run(cli) {
+    let env = settings::environment();
+    match settings::log_filter(&env, cli.global.verbose) {
+        Ok(filter) => setup_logging(filter),
+        Err(error) => {
+            output::note(format!("error: {error:#}"));
+            return ExitCode::from(Exit::Usage as u8);
+        }
+    }
+    match cli::run(cli, &env) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {

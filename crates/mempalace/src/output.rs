@@ -4,9 +4,18 @@
 //! `tracing`. Writes report errors (a closed pipe included) instead of
 //! panicking like `println!`; `main` treats a closed stdout as success.
 
+// The one module allowed to write to stdout.
+#![allow(clippy::disallowed_methods)]
+
 use std::io::{self, Write};
 
 use serde::Serialize;
+
+/// Stdout for a long stream of records (an export), buffered; the caller
+/// flushes it at the end.
+pub fn stream() -> io::BufWriter<io::StdoutLock<'static>> {
+    io::BufWriter::new(io::stdout().lock())
+}
 
 /// Writes one line of text to stdout.
 pub fn line(text: impl AsRef<str>) -> io::Result<()> {

@@ -26,6 +26,7 @@ const OUR_KEYS: &[&str] = &[
     "embed_model",
     "max_entities",
     "max_triples",
+    "model_hub_url",
 ];
 
 /// Keys the Python MemPalace writes or reads. Accepted so an existing config
@@ -74,6 +75,8 @@ pub struct ConfigFile {
     pub max_entities: Option<u64>,
     /// `max_triples`: knowledge-graph facts per workspace.
     pub max_triples: Option<u64>,
+    /// `model_hub_url`: the Hugging Face hub or a mirror, for `model fetch`.
+    pub model_hub_url: Option<String>,
 }
 
 impl ConfigFile {
@@ -104,6 +107,10 @@ impl ConfigFile {
                 }
                 "model_dir" => {
                     config.model_dir = Some(PathBuf::from(value.as_str().ok_or_else(|| bad_value("a path string"))?));
+                }
+                "model_hub_url" => {
+                    let text = value.as_str().ok_or_else(|| bad_value("an http(s) URL string"))?;
+                    config.model_hub_url = Some(text.to_string());
                 }
                 "embedder" | "embed_base_url" | "embed_api_key" | "embed_model" => {
                     let text = value.as_str().ok_or_else(|| bad_value("a string"))?.to_string();
@@ -151,39 +158,39 @@ pub struct Overrides {
     /// `--model-dir`.
     pub model_dir: Option<PathBuf>,
     /// `--embedder`.
-    pub embedder: Option<String>,
+    pub embedder: Option<EmbedderKind>,
 }
 
-/// Which embedding provider to use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which embedding provider to use (`--embedder`, `MEMPALACE_EMBEDDER`,
+/// `embedder` in config.json; the same spellings everywhere).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum EmbedderKind {
     /// all-MiniLM-L6-v2 in-process (the default).
+    #[value(name = "minilm", aliases = ["all-minilm-l6-v2", "local"])]
     MiniLm,
     /// The same model with int8 dense layers (AVX-512 VNNI), about twice as fast.
+    #[value(name = "minilm-int8", alias = "int8")]
     MiniLmInt8,
-    /// The static model distilled from MiniLM.
+    /// The static model distilled from MiniLM: thousands of times faster, less precise.
     Static,
-    /// An OpenAI-compatible endpoint.
+    /// An OpenAI-compatible endpoint (MEMPALACE_EMBED_BASE_URL).
+    #[value(name = "openai", alias = "openai-compatible")]
     OpenAi,
-    /// An Ollama endpoint.
+    /// An Ollama endpoint (MEMPALACE_EMBED_BASE_URL).
     Ollama,
     /// No vectors: keyword search only.
+    #[value(alias = "off")]
     None,
 }
 
 impl EmbedderKind {
-    /// Accepted spellings, for messages.
-    pub const NAMES: &'static str = "minilm, minilm-int8, static, openai, ollama, none";
-
     fn parse(text: &str, origin: &str) -> Result<Self> {
-        Ok(match text.trim().to_ascii_lowercase().as_str() {
-            "minilm" | "all-minilm-l6-v2" | "local" => Self::MiniLm,
-            "minilm-int8" | "int8" => Self::MiniLmInt8,
-            "static" => Self::Static,
-            "openai" | "openai-compatible" => Self::OpenAi,
-            "ollama" => Self::Ollama,
-            "none" | "off" => Self::None,
-            other => bail!("{origin}: embedder {other:?} is not known; use one of {}", Self::NAMES),
+        <Self as clap::ValueEnum>::from_str(text.trim(), true).map_err(|_| {
+            let names: Vec<String> = <Self as clap::ValueEnum>::value_variants()
+                .iter()
+                .filter_map(|kind| clap::ValueEnum::to_possible_value(kind).map(|value| value.get_name().to_string()))
+                .collect();
+            anyhow::anyhow!("{origin}: embedder {text:?} is not known; use one of {}", names.join(", "))
         })
     }
 }
@@ -212,6 +219,13 @@ impl std::fmt::Debug for RemoteEmbedSettings {
 /// Resolved settings.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// The user's home directory (`$HOME`), when set.
+    pub home: Option<PathBuf>,
+    /// Where `model fetch` downloads from: the Hugging Face hub or a mirror
+    /// (`$HF_ENDPOINT`, `model_hub_url`).
+    pub model_hub_url: String,
+    /// `$HF_HUB_OFFLINE=1`: `model fetch` skips the hub.
+    pub model_hub_offline: bool,
     /// The SQLite file inside it.
     pub palace_file: PathBuf,
     /// A PostgreSQL palace (`postgres://…`), used instead of the file.
@@ -241,7 +255,7 @@ impl Settings {
     /// its password) or the palace file.
     pub fn location(&self) -> String {
         match &self.database_url {
-            Some(url) => mempalace_postgres::redact(url),
+            Some(url) => mempalace_store::location::redact(url),
             None => self.palace_file.display().to_string(),
         }
     }
@@ -267,6 +281,39 @@ fn expand_home(path: &Path, home: Option<&Path>) -> PathBuf {
     }
 }
 
+/// A snapshot of the process environment: the one place that reads it
+/// (every other module receives values from [`Settings`]).
+#[allow(clippy::disallowed_methods)] // the settings module is where the environment is read
+pub fn environment() -> BTreeMap<String, String> {
+    std::env::vars_os().filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?))).collect()
+}
+
+/// The home directory named by `HOME` in an environment snapshot.
+pub fn home(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    env.get("HOME").filter(|home| !home.is_empty()).map(PathBuf::from)
+}
+
+/// The log filter: `$MEMPALACE_LOG` (an env-filter directive such as
+/// `mempalace=debug,warn`) when set, else warnings, raised by each `-v`.
+/// A directive that does not parse stops startup instead of being ignored.
+pub fn log_filter(env: &BTreeMap<String, String>, verbose: u8) -> Result<tracing_subscriber::EnvFilter> {
+    use tracing_subscriber::EnvFilter;
+    match env.get("MEMPALACE_LOG").map(|value| value.trim()).filter(|value| !value.is_empty()) {
+        Some(directives) => EnvFilter::builder().parse(directives).map_err(|error| {
+            anyhow::anyhow!(
+                "MEMPALACE_LOG={directives:?} is not a log filter ({error}); use a level such as `debug`, \
+                 or per-module levels such as `mempalace=debug,warn`"
+            )
+        }),
+        None => Ok(EnvFilter::new(match verbose {
+            0 => "warn",
+            1 => "info",
+            2 => "debug",
+            _ => "trace",
+        })),
+    }
+}
+
 /// Resolves settings from `env` (a snapshot of the environment), the config
 /// file under `home`, and the flags.
 pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Overrides) -> Result<Settings> {
@@ -285,9 +332,9 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
         .map(PathBuf::from);
     // `--store` names either a PostgreSQL palace or a file palace.
     let store_flag = flags.store.as_deref().filter(|s| !s.is_empty());
-    let store_path = store_flag.filter(|s| !mempalace_postgres::is_postgres_url(s)).map(PathBuf::from);
+    let store_path = store_flag.filter(|s| !mempalace_store::location::is_postgres_url(s)).map(PathBuf::from);
     let database_url = match store_flag {
-        Some(url) if mempalace_postgres::is_postgres_url(url) => Some(url.to_string()),
+        Some(url) if mempalace_store::location::is_postgres_url(url) => Some(url.to_string()),
         Some(_) => None,
         None if flags.palace.is_some() => None,
         None => env
@@ -297,12 +344,12 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
             .or_else(|| if env_palace.is_some() { None } else { config.database_url.clone() }),
     };
     if let Some(url) = &database_url
-        && !mempalace_postgres::is_postgres_url(url)
+        && !mempalace_store::location::is_postgres_url(url)
     {
         bail!(
             "MEMPALACE_DATABASE_URL / database_url must be a postgres:// URL, not {:?}; \
              for a palace file use --palace or MEMPALACE_PALACE_PATH",
-            mempalace_postgres::redact(url)
+            mempalace_store::location::redact(url)
         );
     }
     let palace = store_path
@@ -343,7 +390,7 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
         .context("cannot find the model directory: HOME is not set; pass --model-dir DIR")?;
     let base_url = first(&["MEMPALACE_EMBED_BASE_URL", "CRAWBL_EMBED_BASE_URL"]).or(config.embed_base_url.clone());
     let embedder = match (&flags.embedder, first(&["MEMPALACE_EMBEDDER"]), &config.embedder) {
-        (Some(flag), _, _) => EmbedderKind::parse(flag, "--embedder")?,
+        (Some(flag), _, _) => *flag,
         (None, Some(env_value), _) => EmbedderKind::parse(&env_value, "MEMPALACE_EMBEDDER")?,
         (None, None, Some(configured)) => EmbedderKind::parse(configured, "config.json embedder")?,
         // A configured endpoint (seed 0 §9) means "use it".
@@ -378,7 +425,21 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
             None => Ok(configured.unwrap_or(default)),
         }
     };
+    let model_hub_url = first(&["HF_ENDPOINT"])
+        .or(config.model_hub_url.clone())
+        .unwrap_or_else(|| mempalace_embed::files::DEFAULT_HUB_URL.to_string());
+    if !(model_hub_url.starts_with("https://") || model_hub_url.starts_with("http://")) {
+        bail!("the model hub URL {model_hub_url:?} (HF_ENDPOINT / model_hub_url) must start with https:// or http://");
+    }
+    let model_hub_offline = match first(&["HF_HUB_OFFLINE"]).as_deref().map(str::trim) {
+        None | Some("0" | "false" | "no" | "off") => false,
+        Some("1" | "true" | "yes" | "on") => true,
+        Some(other) => bail!("HF_HUB_OFFLINE={other:?} is not understood; use 1 (skip the hub) or 0"),
+    };
     Ok(Settings {
+        home: home.map(Path::to_path_buf),
+        model_hub_url,
+        model_hub_offline,
         palace_file: palace_file(&palace),
         database_url,
         workspace,
@@ -499,7 +560,8 @@ mod embedder_tests {
         assert_eq!(endpoint.model, "text-embedding-3-small");
         assert!(!format!("{endpoint:?}").contains("sk-x"), "the key never reaches Debug output");
 
-        let flags = Overrides { embedder: Some("static".into()), model_dir: Some("/m".into()), ..Overrides::default() };
+        let flags =
+            Overrides { embedder: Some(EmbedderKind::Static), model_dir: Some("/m".into()), ..Overrides::default() };
         let chosen = resolve(&crawbl, Some(home.path()), &flags).unwrap();
         assert_eq!((chosen.embedder, chosen.model_dir), (EmbedderKind::Static, PathBuf::from("/m")));
 

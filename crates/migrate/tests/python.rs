@@ -2,6 +2,10 @@
 //! they break: a vector index that is gone, and writes still in ChromaDB's
 //! queue that never reached the metadata segment.
 
+// Tests take their setup (model directory, shared data, servers) from the
+// environment that scripts/test.sh prepares.
+#![allow(clippy::disallowed_methods)]
+
 use std::path::{Path, PathBuf};
 
 use mempalace_core::WorkspaceId;

@@ -93,24 +93,7 @@ impl std::fmt::Debug for PgStore {
     }
 }
 
-/// The URL without its password, for messages.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let credentials = &url[scheme + 3..at];
-            match credentials.find(':') {
-                Some(colon) => format!("{}{}:***{}", &url[..scheme + 3], &credentials[..colon], &url[at..]),
-                None => url.to_string(),
-            }
-        }
-        _ => url.to_string(),
-    }
-}
-
-/// Whether a `--store` / `MEMPALACE_DATABASE_URL` value names PostgreSQL.
-pub fn is_postgres_url(url: &str) -> bool {
-    url.starts_with("postgres://") || url.starts_with("postgresql://")
-}
+pub use mempalace_store::location::{is_postgres_url, redact};
 
 impl PgStore {
     /// Connects to the database at `url` (`postgres://user:pass@host:port/db`,

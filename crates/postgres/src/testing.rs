@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::{PgOptions, PgStore};
 
 /// The test server's URL; `None` only when skipping was asked for.
+#[allow(clippy::disallowed_methods)] // test support: the test run's environment names the server
 pub fn server() -> Option<String> {
     match std::env::var("MEMPALACE_TEST_DATABASE_URL") {
         Ok(url) if !url.is_empty() => Some(url),

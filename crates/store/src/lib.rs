@@ -16,6 +16,7 @@
 //! formats (the binary's surfaces).
 
 pub mod error;
+pub mod location;
 pub mod record;
 pub mod sql;
 

@@ -1,19 +1,14 @@
 //! `bench locomo` and `bench longmemeval`: retrieval quality through the
 //! product's own filing and search path (see `mempalace-eval`), each
 //! conversation in a fresh temporary palace with the configured embedder.
+//! The harness is built with the `bench` feature; without it the command
+//! says how to get it.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
-use mempalace_engine::Palace;
-use mempalace_eval::{locomo, longmemeval};
-use mempalace_sqlite::{SqliteOptions, SqliteStore};
-use serde_json::Value;
 
-use super::UserError;
-use crate::output;
 use crate::settings::Settings;
 
 /// Benchmarks.
@@ -37,9 +32,9 @@ pub struct LocomoArgs {
     /// k values, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,5,10,20")]
     k: Vec<usize>,
-    /// Fusion to compare with the default: weighted (default), rrf or seed0.
-    #[arg(long, default_value = "weighted")]
-    fusion: String,
+    /// Fusion to compare with the default.
+    #[arg(long, value_enum, default_value_t)]
+    fusion: super::values::FusionArg,
     /// Only the first N conversations.
     #[arg(long)]
     limit: Option<usize>,
@@ -59,8 +54,31 @@ pub struct LongMemEvalArgs {
     json: Option<PathBuf>,
 }
 
+/// Without the harness: says how to build it.
+#[cfg(not(feature = "bench"))]
+pub fn run(_: &Settings, _: BenchCommand) -> Result<()> {
+    Err(super::UserError(
+        "this mempalace was built without the benchmark harness; rebuild with \
+         `cargo build --release --features bench`"
+            .into(),
+    )
+    .into())
+}
+
 /// Runs a benchmark.
+#[cfg(feature = "bench")]
 pub fn run(settings: &Settings, command: BenchCommand) -> Result<()> {
+    use std::sync::Arc;
+
+    use anyhow::Context as _;
+    use mempalace_engine::Palace;
+    use mempalace_eval::{locomo, longmemeval};
+    use mempalace_sqlite::{SqliteOptions, SqliteStore};
+    use serde_json::Value;
+
+    use super::UserError;
+    use crate::output;
+
     let embedder = super::embedder::build(settings)?;
     let scratch = tempfile_dir()?;
     let mut made = 0_usize;
@@ -97,12 +115,12 @@ pub fn run(settings: &Settings, command: BenchCommand) -> Result<()> {
                 &samples,
                 &corrections,
                 &mut factory,
-                &locomo::Options { ks: args.k.clone(), fusion: super::retrieve::fusion(&args.fusion)? },
+                &locomo::Options { ks: args.k.clone(), fusion: args.fusion.into() },
                 &mut progress,
             )?;
             report["embedder"] = embedder.as_ref().map_or(Value::Null, |e| Value::from(e.model_id()));
             report["corrections"] = Value::from(corrections.len());
-            report["fusion"] = Value::from(args.fusion.clone());
+            report["fusion"] = Value::from(args.fusion.name());
             (report, args.json)
         }
         BenchCommand::Longmemeval(args) => {
@@ -121,7 +139,10 @@ pub fn run(settings: &Settings, command: BenchCommand) -> Result<()> {
     Ok(())
 }
 
+#[cfg(feature = "bench")]
 fn tempfile_dir() -> Result<PathBuf> {
+    use anyhow::Context as _;
+
     let dir = std::env::temp_dir().join(format!(
         "mempalace-bench-{}-{}",
         std::process::id(),

@@ -24,8 +24,8 @@ pub struct AddArgs {
     #[arg(long)]
     pub hall: Option<String>,
     /// Memory type: decision, preference, milestone, problem, emotional, fact or task.
-    #[arg(long = "type", value_name = "TYPE")]
-    pub memory_type: Option<String>,
+    #[arg(long = "type", value_name = "TYPE", value_parser = super::values::memory_type())]
+    pub memory_type: Option<MemoryType>,
     /// Importance from 0 to 5 (default 3).
     #[arg(long)]
     pub importance: Option<f64>,
@@ -94,7 +94,7 @@ pub fn add(palace: &Palace, args: AddArgs) -> Result<()> {
     let mut request =
         IngestRequest::new(Wing::parse(&args.wing)?, Room::parse(&args.room)?, text.clone(), args.added_by);
     request.hall = args.hall.as_deref().map(Hall::parse).transpose()?;
-    request.memory_type = args.memory_type.as_deref().map(str::parse::<MemoryType>).transpose()?;
+    request.memory_type = args.memory_type;
     request.importance = args.importance.map(Importance::new).transpose()?;
     request.source_file = args.source_file;
     request.tags = args.tags;

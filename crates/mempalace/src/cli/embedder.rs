@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use mempalace_embed::Embedder;
 use mempalace_embed::files::{minilm_dir, static_dir};
 use mempalace_embed::minilm::{MiniLm, Precision};
@@ -55,7 +55,10 @@ fn remote(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>> {
     use mempalace_embed::remote::{Protocol, RemoteConfig, RemoteEmbedder, Secret};
     use mempalace_embed::resilient::Resilient;
     let Some(endpoint) = &settings.remote_embed else {
-        bail!("no embedding endpoint configured; set MEMPALACE_EMBED_BASE_URL");
+        return Err(super::UserError(
+            "no embedding endpoint configured; set MEMPALACE_EMBED_BASE_URL (or embed_base_url in config.json)".into(),
+        )
+        .into());
     };
     let protocol = if settings.embedder == EmbedderKind::Ollama { Protocol::Ollama } else { Protocol::OpenAi };
     let mut config = RemoteConfig::new(protocol, endpoint.base_url.clone(), endpoint.model.clone());
@@ -65,10 +68,11 @@ fn remote(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>> {
 
 #[cfg(not(feature = "remote"))]
 fn remote(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>> {
-    bail!(
+    Err(super::UserError(format!(
         "the {:?} embedder (endpoint {}) needs remote provider support, which this build leaves out; \
          rebuild with `cargo build --release --features remote`, or use --embedder minilm",
         settings.embedder,
         settings.remote_embed.as_ref().map_or("not set", |endpoint| endpoint.base_url.as_str())
-    )
+    ))
+    .into())
 }

@@ -94,11 +94,11 @@ struct Work {
     summary: Value,
 }
 
-fn work(palace: &Palace, input: &Value, hook: HookKind) -> Result<Work> {
+fn work(palace: &Palace, input: &Value, hook: HookKind, home: Option<&std::path::Path>) -> Result<Work> {
     let mut result = Work::default();
     let mut mined = json!(null);
     if let Some(path) = input["transcript_path"].as_str().filter(|p| !p.is_empty()) {
-        let path = PathBuf::from(shellexpand_home(path));
+        let path = PathBuf::from(shellexpand_home(path, home));
         if path.is_file() {
             let room = Room::parse("conversations")?;
             let options = FileOptions { wing: None, room: &room, agent: "hook", dry_run: false };
@@ -119,9 +119,9 @@ fn work(palace: &Palace, input: &Value, hook: HookKind) -> Result<Work> {
     Ok(result)
 }
 
-fn shellexpand_home(path: &str) -> String {
-    match (path.strip_prefix("~/"), std::env::var("HOME")) {
-        (Some(rest), Ok(home)) => format!("{home}/{rest}"),
+fn shellexpand_home(path: &str, home: Option<&std::path::Path>) -> String {
+    match (path.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => home.join(rest).display().to_string(),
         _ => path.to_string(),
     }
 }
@@ -192,7 +192,7 @@ pub fn run(settings: &Settings, command: HookCommand) -> Result<()> {
     std::thread::spawn(move || {
         let outcome = super::open_palace(&settings, super::Access::Create)
             .and_then(|palace| super::with_embedder(palace, &settings))
-            .and_then(|palace| work(&palace, &input, hook));
+            .and_then(|palace| work(&palace, &input, hook, settings.home.as_deref()));
         let _ = sender.send(outcome);
     });
     let context = match receiver.recv_timeout(hook.deadline()) {

@@ -32,9 +32,9 @@ enum McpCommand {
 /// The tool profile.
 #[derive(Debug, Args)]
 pub struct ToolsArg {
-    /// Tool set: mempalace (the Python MemPalace's tools, default), memory (seed 0), robotmem, or all.
-    #[arg(long, default_value = "mempalace")]
-    tools: String,
+    /// Tool set offered to clients.
+    #[arg(long, value_enum, default_value_t)]
+    tools: super::values::ToolProfile,
 }
 
 /// `serve`.
@@ -58,7 +58,7 @@ pub struct ServeArgs {
 }
 
 fn server(settings: &Settings, tools: &ToolsArg) -> Result<McpServer> {
-    let profile = Profile::parse(&tools.tools).map_err(super::UserError)?;
+    let profile = Profile::from(tools.tools);
     let palace = open_palace(settings, Access::Create)?;
     let for_loader = settings.clone();
     let loader: EmbedderLoader =

@@ -7,7 +7,7 @@
 //! source and destination counts.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use clap::Args;
@@ -39,12 +39,12 @@ pub struct MigrateArgs {
     json: bool,
 }
 
-fn source_dir(args: &MigrateArgs) -> Result<PathBuf> {
+fn source_dir(args: &MigrateArgs, home: Option<&Path>) -> Result<PathBuf> {
     if let Some(dir) = &args.source {
         return Ok(dir.clone());
     }
-    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        Some(home) => Ok(PathBuf::from(home).join(".mempalace")),
+    match home {
+        Some(home) => Ok(home.join(".mempalace")),
         None => Err(UserError("HOME is not set; pass --source DIR".into()).into()),
     }
 }
@@ -114,7 +114,7 @@ fn write(palace: &Palace, records: &[PalaceRecord], what: &str) -> Result<(u64, 
 
 /// Runs the command.
 pub fn run(settings: &Settings, args: MigrateArgs) -> Result<()> {
-    let dir = source_dir(&args)?;
+    let dir = source_dir(&args, settings.home.as_deref())?;
     let source = match read(&dir) {
         Ok(source) => source,
         Err(error @ ReadError::NotFound(_)) => {

@@ -58,7 +58,7 @@ fn kind(record: &PalaceRecord) -> &'static str {
 /// Opens one side: settings with `--store` set to it.
 fn open(settings: &Settings, location: &str, access: Access) -> Result<Arc<dyn Store>> {
     let mut side = settings.clone();
-    if mempalace_postgres::is_postgres_url(location) {
+    if mempalace_store::location::is_postgres_url(location) {
         side.database_url = Some(location.to_string());
     } else {
         side.database_url = None;

@@ -611,15 +611,13 @@ fn default_wing() -> Wing {
 }
 
 /// `mine --mode opencode`.
-fn run_opencode(palace: &Palace, args: &MineArgs) -> Result<()> {
+fn run_opencode(palace: &Palace, args: &MineArgs, home: Option<&Path>) -> Result<()> {
     let started = Instant::now();
     let db = match &args.db {
         Some(db) => db.clone(),
         None => {
-            let home = std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .ok_or_else(|| UserError("HOME is not set; pass --db".into()))?;
-            PathBuf::from(home).join(".local/share/opencode/opencode.db")
+            let home = home.ok_or_else(|| UserError("HOME is not set; pass --db".into()))?;
+            home.join(".local/share/opencode/opencode.db")
         }
     };
     if !db.is_file() {
@@ -839,9 +837,9 @@ fn run_project(palace: &Palace, args: &MineArgs) -> Result<()> {
 }
 
 /// Runs the command.
-pub fn run(palace: &Palace, args: MineArgs) -> Result<()> {
+pub fn run(palace: &Palace, args: MineArgs, home: Option<&Path>) -> Result<()> {
     if args.mode == Mode::Opencode {
-        return run_opencode(palace, &args);
+        return run_opencode(palace, &args, home);
     }
     if args.mode == Mode::Projects {
         return run_project(palace, &args);

@@ -21,6 +21,7 @@ mod palace;
 mod retrieve;
 mod sync;
 mod transfer;
+mod values;
 mod wire;
 mod work;
 
@@ -67,9 +68,9 @@ pub struct GlobalArgs {
     /// ~/.local/share/mempalace/models).
     #[arg(long, global = true, value_name = "DIR")]
     pub model_dir: Option<PathBuf>,
-    /// Embedding provider: minilm (default), minilm-int8, static, openai, ollama or none.
-    #[arg(long, global = true, value_name = "NAME")]
-    pub embedder: Option<String>,
+    /// Embedding provider (default: minilm, or $MEMPALACE_EMBEDDER, or embedder in config.json).
+    #[arg(long, global = true, value_enum, value_name = "NAME")]
+    pub embedder: Option<settings::EmbedderKind>,
     /// More log output on stderr (-v info, -vv debug). $MEMPALACE_LOG takes a
     /// full filter such as "mempalace=debug".
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -231,21 +232,22 @@ pub fn exit_code(error: &anyhow::Error) -> Exit {
     Exit::Internal
 }
 
-/// Resolves settings from the process environment and the flags.
-fn settings(global: &GlobalArgs) -> Result<Settings> {
-    let env: BTreeMap<String, String> = std::env::vars().collect();
-    let home = env.get("HOME").filter(|home| !home.is_empty()).map(PathBuf::from);
+/// Resolves settings from the environment snapshot and the flags. Every
+/// mistake in them is the user's to fix (exit 2), never an internal error.
+fn settings(global: &GlobalArgs, env: &BTreeMap<String, String>) -> Result<Settings> {
+    let home = settings::home(env);
     settings::resolve(
-        &env,
+        env,
         home.as_deref(),
         &Overrides {
             palace: global.palace.clone(),
             store: global.store.clone(),
             workspace: global.workspace.clone(),
             model_dir: global.model_dir.clone(),
-            embedder: global.embedder.clone(),
+            embedder: global.embedder,
         },
     )
+    .map_err(|error| UserError(format!("{error:#}")).into())
 }
 
 /// How a command needs the palace.
@@ -263,7 +265,7 @@ enum Access {
 /// is set (migrated on connect, whatever the access), else the SQLite file.
 fn open_store(settings: &Settings, access: Access) -> Result<Arc<dyn mempalace_store::Store>> {
     if let Some(url) = &settings.database_url {
-        return Ok(Arc::new(mempalace_postgres::PgStore::open(url, mempalace_postgres::PgOptions::default())?));
+        return open_postgres(url);
     }
     let file = &settings.palace_file;
     if access == Access::Create
@@ -291,6 +293,21 @@ fn open_store(settings: &Settings, access: Access) -> Result<Arc<dyn mempalace_s
     Ok(Arc::new(SqliteStore::open(file, options)?))
 }
 
+#[cfg(feature = "postgres")]
+fn open_postgres(url: &str) -> Result<Arc<dyn mempalace_store::Store>> {
+    Ok(Arc::new(mempalace_postgres::PgStore::open(url, mempalace_postgres::PgOptions::default())?))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn open_postgres(url: &str) -> Result<Arc<dyn mempalace_store::Store>> {
+    Err(UserError(format!(
+        "{} is a PostgreSQL palace, but this mempalace was built without PostgreSQL support; \
+         rebuild with `cargo build --release --features postgres`, or use a palace file (--palace DIR)",
+        mempalace_store::location::redact(url)
+    ))
+    .into())
+}
+
 /// Opens the palace named by the settings.
 fn open_palace(settings: &Settings, access: Access) -> Result<Palace> {
     let store = open_store(settings, access)?;
@@ -308,9 +325,9 @@ fn with_embedder(palace: Palace, settings: &Settings) -> Result<Palace> {
     })
 }
 
-/// Runs the parsed command line.
-pub fn run(cli: Cli) -> Result<()> {
-    let settings = settings(&cli.global)?;
+/// Runs the parsed command line with an environment snapshot.
+pub fn run(cli: Cli, env: &BTreeMap<String, String>) -> Result<()> {
+    let settings = settings(&cli.global, env)?;
     tracing::debug!(palace = %settings.location(), workspace = %settings.workspace, "settings resolved");
     match cli.command {
         Command::Init(args) => palace::init(&settings, args),
@@ -337,7 +354,11 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Bench(command) => bench::run(&settings, command),
         Command::Hook(command) => hook::run(&settings, command),
         Command::Sync(args) => sync::run(&open_palace(&settings, Access::Update)?, args),
-        Command::Mine(args) => mine::run(&with_embedder(open_palace(&settings, Access::Create)?, &settings)?, args),
+        Command::Mine(args) => mine::run(
+            &with_embedder(open_palace(&settings, Access::Create)?, &settings)?,
+            args,
+            settings.home.as_deref(),
+        ),
         Command::Serve(args) => mcp::serve(&settings, args),
         Command::Kg(command) => {
             let access = if matches!(command, kg::KgCommand::Add { .. }) { Access::Create } else { Access::Read };

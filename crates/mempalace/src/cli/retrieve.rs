@@ -7,11 +7,12 @@ use anyhow::Result;
 use clap::Args;
 use mempalace_core::MemoryType;
 use mempalace_core::time::{DayEdge, format_timestamp, parse_timestamp};
-use mempalace_engine::{Fusion, Palace, SearchMode, SearchOutcome, SearchRequest};
+use mempalace_engine::{Palace, SearchMode, SearchOutcome, SearchRequest};
 use mempalace_store::DrawerFilter;
 use serde_json::json;
 
 use super::UserError;
+use super::values::FusionArg;
 use crate::output;
 
 /// Arguments of `search`.
@@ -26,8 +27,8 @@ pub struct SearchArgs {
     #[arg(long)]
     pub room: Option<String>,
     /// Only this memory type.
-    #[arg(long = "type", value_name = "TYPE")]
-    pub memory_type: Option<String>,
+    #[arg(long = "type", value_name = "TYPE", value_parser = super::values::memory_type())]
+    pub memory_type: Option<MemoryType>,
     /// Only drawers with this tag (repeatable: any of them).
     #[arg(long = "tag", value_name = "TAG")]
     pub tags: Vec<String>,
@@ -40,9 +41,9 @@ pub struct SearchArgs {
     /// Number of results (1–50).
     #[arg(long, default_value_t = 5)]
     pub results: usize,
-    /// Fusion of keyword and vector matches: weighted (default), rrf or seed0.
-    #[arg(long, default_value = "weighted")]
-    pub fusion: String,
+    /// How keyword and vector matches are combined.
+    #[arg(long, value_enum, default_value_t)]
+    pub fusion: FusionArg,
     /// Leave out the knowledge-graph signal (drawers naming entities the
     /// query names).
     #[arg(long)]
@@ -84,15 +85,6 @@ pub struct InjectArgs {
     pub json: bool,
 }
 
-pub(crate) fn fusion(name: &str) -> Result<Fusion> {
-    Ok(match name.to_ascii_lowercase().as_str() {
-        "weighted" => Fusion::Weighted,
-        "rrf" => Fusion::Rrf,
-        "seed0" => Fusion::Seed0,
-        other => return Err(UserError(format!("fusion {other:?} is not known; use weighted, rrf or seed0")).into()),
-    })
-}
-
 fn source_name(source: Option<&str>) -> String {
     source.and_then(|s| s.rsplit(['/', '\\']).next()).unwrap_or("").to_string()
 }
@@ -107,7 +99,7 @@ pub fn search(palace: &Palace, args: SearchArgs) -> Result<()> {
     let filter = DrawerFilter {
         wings: args.wing.iter().cloned().collect(),
         rooms: args.room.iter().cloned().collect(),
-        memory_types: args.memory_type.as_deref().map(str::parse::<MemoryType>).transpose()?.into_iter().collect(),
+        memory_types: args.memory_type.into_iter().collect(),
         tags: args.tags.clone(),
         filed_after: args.since.as_deref().map(|d| parse_timestamp(d, "--since", DayEdge::Start)).transpose()?,
         filed_before: args.before.as_deref().map(|d| parse_timestamp(d, "--before", DayEdge::End)).transpose()?,
@@ -117,7 +109,7 @@ pub fn search(palace: &Palace, args: SearchArgs) -> Result<()> {
         query: args.query.clone(),
         limit: Some(args.results),
         filter,
-        fusion: fusion(&args.fusion)?,
+        fusion: args.fusion.into(),
         skip_graph: args.no_graph,
         ..SearchRequest::default()
     };

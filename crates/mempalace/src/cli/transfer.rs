@@ -54,7 +54,7 @@ pub fn export(palace: &Palace, args: ExportArgs) -> Result<()> {
             let file = File::create(&partial).with_context(|| format!("creating {}", partial.display()))?;
             (Box::new(BufWriter::new(file)), Some((partial, path.clone())))
         }
-        None => (Box::new(BufWriter::new(io::stdout().lock())), None),
+        None => (Box::new(crate::output::stream()), None),
     };
     let header = Line::Header(HeaderLine {
         format: wire::FORMAT.to_string(),
