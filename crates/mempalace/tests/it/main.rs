@@ -10,5 +10,7 @@ mod hook;
 mod mcp;
 mod migrate;
 mod mine;
+// Runs the binary against PostgreSQL: needs a build with the `postgres` feature.
+#[cfg(feature = "postgres")]
 mod store;
 mod tidy;
