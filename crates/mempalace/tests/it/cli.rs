@@ -294,7 +294,8 @@ fn bad_input_gets_clear_errors_and_writes_nothing() {
     }
     let bad_type =
         sandbox.run(&["add", "--wing", "w", "--room", "r", "--type", "idea", "a perfectly fine memory text"]);
-    assert!(text(&bad_type.stderr).contains("expected one of: decision"), "{}", text(&bad_type.stderr));
+    assert_eq!(code(&bad_type), 2);
+    assert!(text(&bad_type.stderr).contains("possible values: decision"), "{}", text(&bad_type.stderr));
     let bad_importance =
         sandbox.run(&["add", "--wing", "w", "--room", "r", "--importance", "9", "a perfectly fine memory text"]);
     assert!(text(&bad_importance.stderr).contains("importance must be between 0 and 5"));
@@ -375,8 +376,10 @@ fn config_file_and_environment_choose_the_palace() {
 
     std::fs::write(dot.join("config.json"), "{\"palace_pth\": \"/x\"}").unwrap();
     let output = run(&[], &["status"]);
-    assert_eq!(code(&output), 1);
+    // A configuration mistake is the user's to fix: exit 2, not an internal error.
+    assert_eq!(code(&output), 2);
     assert!(text(&output.stderr).contains("unknown key \"palace_pth\""), "{}", text(&output.stderr));
+    assert!(!text(&output.stderr).contains("internal error"), "{}", text(&output.stderr));
 }
 
 /// SPEC §3, issue 2: four processes each add 500 distinct drawers while a
