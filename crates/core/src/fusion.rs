@@ -1,5 +1,8 @@
-//! Ranking arithmetic of hybrid search: reciprocal rank fusion (seed 1),
-//! the seed-0 score, recency, source weighting and MaxScore normalisation.
+//! Ranking arithmetic of hybrid search: the evidence fusion of the default
+//! search (cosine similarity, BM25 and the knowledge graph combined as
+//! independent evidence into one absolute 0–1 score), reciprocal rank
+//! fusion (seed 1), the seed-0 score, recency, source weighting and
+//! MaxScore normalisation.
 //!
 //! Only formulas over numbers live here; which candidates exist and how they
 //! are fetched is the engine's business.
@@ -44,12 +47,33 @@ pub fn idf(documents: u64, containing: u64) -> f64 {
     ((n_docs - n + 0.5) / (n + 0.5)).ln().max(1e-6)
 }
 
-/// A BM25 score as a 0–1 similarity: the score over the sum of the query
-/// terms' IDFs, which is about what a document containing every term once
-/// (at average length) would score. A document matching only common words
-/// of the query stays low; one matching its rare words approaches 1.
-pub fn lexical_similarity(bm25: f64, idf_sum: f64) -> f64 {
-    if idf_sum <= 0.0 { 0.0 } else { (bm25 / idf_sum).clamp(0.0, 1.0) }
+/// BM25 points that count as about 63 % lexical evidence
+/// ([`lexical_evidence`] = 1 − e⁻¹). A term found in one drawer of a few
+/// hundred scores about 5–7 BM25 points in a sentence-long drawer, so one
+/// such rare term (an error code, a name, a path) is strong evidence
+/// (≈ 0.3), a whole query of them near-certain, while a moderately common
+/// word shared in passing (≈ 3 points) stays below what a clearly better
+/// semantic match gains. Chosen on the LoCoMo dev split, the paraphrase
+/// set and the ranking cases of the engine tests (see BENCHMARKS.md): 12
+/// lets one shared word outrank a clearly closer meaning, 25 loses exact
+/// codes among near-identical neighbours.
+pub const BM25_SCALE: f64 = 18.0;
+
+/// A BM25 score as 0–1 evidence of relevance: `1 − exp(−bm25 / BM25_SCALE)`.
+/// Absolute — it depends on the drawer, the query and the palace's term
+/// statistics, never on the other hits — and saturating, so repeating a
+/// word cannot outweigh meaning without limit.
+pub fn lexical_evidence(bm25: f64) -> f64 {
+    if bm25 <= 0.0 { 0.0 } else { 1.0 - (-bm25 / BM25_SCALE).exp() }
+}
+
+/// Combines independent 0–1 pieces of evidence (cosine similarity, lexical
+/// evidence, weighted graph evidence) as a noisy-OR: `1 − Π (1 − eᵢ)`.
+/// Each piece can only raise the score, none can push it past 1, and a
+/// strong piece is not diluted by a missing one (a drawer found by meaning
+/// alone keeps its cosine). Negative inputs count as no evidence.
+pub fn combine_evidence(pieces: &[f64]) -> f64 {
+    1.0 - pieces.iter().map(|e| 1.0 - e.clamp(0.0, 1.0)).product::<f64>()
 }
 
 /// Seed 0 recency factor: `1 / (1 + days_since_access / 30)`.
@@ -94,12 +118,25 @@ mod tests {
     }
 
     #[test]
-    fn idf_and_lexical_similarity() {
+    fn idf_and_lexical_evidence() {
         assert!((idf(200, 1) - (199.5_f64 / 1.5).ln()).abs() < 1e-12);
         assert_eq!(idf(10, 10), 1e-6, "a term in every document carries nothing");
-        assert_eq!(lexical_similarity(5.0, 10.0), 0.5);
-        assert_eq!(lexical_similarity(12.0, 10.0), 1.0);
-        assert_eq!(lexical_similarity(1.0, 0.0), 0.0);
+        assert_eq!(lexical_evidence(0.0), 0.0);
+        assert_eq!(lexical_evidence(-1.0), 0.0);
+        assert!((lexical_evidence(BM25_SCALE) - (1.0 - (-1.0_f64).exp())).abs() < 1e-12);
+        assert!(lexical_evidence(1e6) <= 1.0);
+        assert!(lexical_evidence(6.0) > lexical_evidence(3.0), "monotone");
+    }
+
+    #[test]
+    fn evidence_combines_as_a_noisy_or() {
+        assert_eq!(combine_evidence(&[]), 0.0);
+        assert!((combine_evidence(&[0.4]) - 0.4).abs() < 1e-12, "a missing piece dilutes nothing");
+        assert!((combine_evidence(&[0.4, 0.5]) - 0.7).abs() < 1e-12);
+        assert!((combine_evidence(&[0.4, 0.0, 0.0]) - 0.4).abs() < 1e-12);
+        assert_eq!(combine_evidence(&[1.0, 0.3]), 1.0);
+        assert!((combine_evidence(&[-0.2, 0.3]) - 0.3).abs() < 1e-12, "negative cosine is no evidence");
+        assert!(combine_evidence(&[0.9, 0.9, 0.9]) <= 1.0);
     }
 
     #[test]

@@ -7,18 +7,23 @@
 //!    and up to `CANDIDATES` from the vector index (query embedded with the
 //!    configured model; skipped, and reported, when no embedder is
 //!    available), both restricted by the structured filter;
-//! 2. fusion: reciprocal rank fusion (k = 60) or the seed-0 score
-//!    `importance × recency × max(similarity, graph) + agent affinity`;
-//! 3. the fused head is fetched; context filter, spatial order and
-//!    distance cut-offs apply; real-world memories weigh × 1.5;
-//! 4. top `limit` (≤ 50) within 14,000 characters, scores normalised so the
-//!    best is 1.0 (MaxScore); returned drawers get access tracking.
+//! 2. the head of the three lists (reciprocal rank fusion, k = 60) is
+//!    fetched; context filter, spatial order and distance cut-offs apply;
+//! 3. scoring (default): the drawer's cosine similarity, its lexical
+//!    evidence `1 − exp(−BM25 / 18)` and 0.2 × its graph score combined as
+//!    independent evidence, `1 − Π (1 − eᵢ)` — an absolute 0–1 score that
+//!    depends on the drawer and the query only, never on the other hits
+//!    (reciprocal rank fusion and the seed-0 score
+//!    `importance × recency × max(similarity, graph) + agent affinity` are
+//!    alternatives); real-world memories weigh × 1.5;
+//! 4. top `limit` (≤ 50) within 14,000 characters; returned drawers get
+//!    access tracking.
 
 use std::collections::HashMap;
 
 use mempalace_core::filter::{ContextFilter, SpatialSort};
 use mempalace_core::fusion::{
-    REAL_WORLD_WEIGHT, RRF_K, idf, lexical_similarity, max_normalize, recency_factor, rrf, seed0_score,
+    REAL_WORLD_WEIGHT, RRF_K, combine_evidence, lexical_evidence, recency_factor, rrf, seed0_score,
 };
 use mempalace_core::layers::{L3_DEFAULT_RESULTS, L3_MAX_RESULTS, l3_fit};
 use mempalace_core::{Drawer, DrawerId, lexical, vector};
@@ -33,12 +38,15 @@ pub const CANDIDATES: usize = 100;
 /// How lexical and vector candidates are combined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Fusion {
-    /// Reciprocal rank fusion, k = 60 (robotmem).
+    /// Reciprocal rank fusion, k = 60 (robotmem); scores are rank-based
+    /// (at most 3 / 61), not comparable with the other fusions'.
     Rrf,
-    /// Weighted scores: `0.5 × lexical + 0.5 × cosine`,
-    /// the lexical part being BM25 over the query terms' IDF sum
-    /// (`core::fusion::lexical_similarity`); when one channel returned
-    /// nothing, the other's score stands alone.
+    /// Evidence fusion: cosine similarity, lexical evidence
+    /// `1 − exp(−BM25 / 18)` (`core::fusion::lexical_evidence`) and
+    /// [`GRAPH_WEIGHT`] × the graph score combined as a noisy-OR
+    /// (`core::fusion::combine_evidence`). Absolute: a drawer's score does
+    /// not depend on the other hits, so thresholds mean the same for every
+    /// query.
     #[default]
     Weighted,
     /// `importance × recency × max(similarity, graph) + agent affinity` (seed 0).
@@ -53,15 +61,6 @@ const GRAPH_NEIGHBOURS: usize = 20;
 /// Share of the graph score a drawer gets for mentioning an entity one fact
 /// away from a named one.
 const NEIGHBOUR_SHARE: f64 = 0.5;
-
-/// Hybrid weights. GoClaw (seed 2) uses 0.3 / 0.7; equal weights were
-/// chosen on the LoCoMo dev split through the real path (MiniLM, 1,018
-/// questions): turn recall_any@10 0.815 → 0.837, session 0.935 → 0.954,
-/// turn recall at 3,000 characters 0.808 → 0.826 (0.6 / 0.4 and 0.4 / 0.6
-/// were no better; see BENCHMARKS.md).
-pub const LEXICAL_WEIGHT: f64 = 0.5;
-/// See [`LEXICAL_WEIGHT`].
-pub const VECTOR_WEIGHT: f64 = 0.5;
 
 /// A search as callers describe it.
 #[derive(Debug, Clone, Default)]
@@ -104,7 +103,8 @@ pub enum SearchMode {
 pub struct SearchHit {
     /// The drawer.
     pub drawer: Drawer,
-    /// Final score, normalised so the best hit is 1.0.
+    /// Final score: with the default fusion, 0–1 evidence of relevance
+    /// (× 1.5 for real-world memories), comparable across queries.
     pub score: f64,
     /// Cosine similarity to the query, when both have vectors of the model.
     pub similarity: Option<f32>,
@@ -134,7 +134,10 @@ fn is_stopword(term: &str) -> bool {
         "them", "their", "have", "has", "had", "can", "could", "would", "should", "will", "about", "as", "into", "any",
         "some", "there", "so", "if", "than", "then", "too", "very", "just", "not", "no", "yes", "up", "out", "also",
     ];
-    STOPWORDS.contains(&term)
+    // A lone Latin letter is the tail of a contraction or possessive
+    // ("what's", "don't") or an initial: it matches too much to help.
+    let lone_letter = term.len() == 1 && term.chars().all(|c| c.is_ascii_alphabetic());
+    lone_letter || STOPWORDS.contains(&term)
 }
 
 /// The BM25 terms of a query: its words minus stopwords (all of them when
@@ -191,10 +194,6 @@ impl Palace {
         let all_terms = query_terms(&request.query);
         let (documents, frequencies) = self.store().term_frequencies(&all_terms)?;
         let terms = selective_terms(&all_terms, &frequencies, documents);
-        // Every query term counts in the normalisation, also those no drawer
-        // contains (the most specific ones): a drawer matching only the
-        // query's incidental words must stay low.
-        let idf_sum: f64 = frequencies.iter().map(|&n| idf(documents.max(1), n)).sum();
         let lexical = self.store().lexical_search(self.workspace(), &terms, &request.filter, CANDIDATES)?;
 
         let (vector_hits, query_vector, mode) = self.vector_candidates(&request.query, &request.filter)?;
@@ -249,21 +248,16 @@ impl Palace {
                 },
                 None => None,
             };
-            let lexical_similarity = bm25.get(id).map_or(0.0, |s| lexical_similarity(*s, idf_sum));
+            let lexical_score = bm25.get(id).map_or(0.0, |s| lexical_evidence(*s));
             let graph_score = graph.get(id).copied().unwrap_or(0.0);
             let mut score = match request.fusion {
                 Fusion::Rrf => rrf_score.get(id).copied().unwrap_or(0.0),
                 Fusion::Weighted => {
-                    let cosine = f64::from(similarity.unwrap_or(0.0)).max(0.0);
-                    let base = match (lexical.is_empty(), query_vector.is_none()) {
-                        (true, _) => cosine,
-                        (false, true) => lexical_similarity,
-                        (false, false) => LEXICAL_WEIGHT * lexical_similarity + VECTOR_WEIGHT * cosine,
-                    };
-                    base + GRAPH_WEIGHT * graph_score
+                    let cosine = f64::from(similarity.unwrap_or(0.0));
+                    combine_evidence(&[cosine, lexical_score, GRAPH_WEIGHT * graph_score])
                 }
                 Fusion::Seed0 => {
-                    let similarity = f64::from(similarity.unwrap_or(0.0)).max(lexical_similarity);
+                    let similarity = f64::from(similarity.unwrap_or(0.0)).max(lexical_score);
                     let last = drawer.last_accessed_at.unwrap_or(drawer.filed_at);
                     let days = (now - last).num_seconds() as f64 / 86_400.0;
                     let same_agent = request.agent.is_some() && request.agent == drawer.added_by_agent;
@@ -282,11 +276,6 @@ impl Palace {
         hits.truncate(limit);
         let lengths: Vec<usize> = hits.iter().map(|h| h.drawer.content.as_str().chars().count()).collect();
         hits.truncate(l3_fit(&lengths));
-        let mut scores: Vec<f64> = hits.iter().map(|h| h.score).collect();
-        max_normalize(&mut scores);
-        for (hit, score) in hits.iter_mut().zip(scores) {
-            hit.score = score;
-        }
         if !request.skip_access_tracking && !hits.is_empty() {
             let ids: Vec<DrawerId> = hits.iter().map(|h| h.drawer.id.clone()).collect();
             if let Err(error) = self.store().touch_access(self.workspace(), &ids, now) {
@@ -414,6 +403,7 @@ mod tests {
     fn query_terms_drop_stopwords_unless_nothing_is_left() {
         assert_eq!(query_terms("What database did we choose?"), vec!["database", "choose"]);
         assert_eq!(query_terms("what is it"), vec!["what", "is", "it"]);
+        assert_eq!(query_terms("what's the kid's password?"), vec!["kid", "password"]);
         assert_eq!(query_terms("错误 E4471 的原因"), vec!["错误", "e4471", "的", "原因"]);
     }
 }

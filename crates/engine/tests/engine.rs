@@ -13,12 +13,13 @@
 
 mod common;
 
-use common::{Backend, Fixture};
+use common::{Backend, Fixture, distractors};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use mempalace_core::fusion::{combine_evidence, lexical_evidence};
 use mempalace_core::{Room, Wing, WorkspaceId};
 use mempalace_embed::files::{minilm_dir, static_dir};
 use mempalace_embed::minilm::MiniLm;
@@ -62,67 +63,6 @@ fn request(wing: &str, room: &str, text: &str) -> IngestRequest {
 fn data() -> Value {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/retrieval.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-/// 165 distinct distractor sentences from varied templates.
-fn distractors() -> Vec<String> {
-    let subjects = [
-        "The finance team",
-        "Our QA lead",
-        "The data pipeline group",
-        "Marco",
-        "The design review board",
-        "The mobile squad",
-        "Priya",
-        "The support desk",
-        "The research group",
-        "Our landlord",
-        "The legal department",
-    ];
-    let verbs = [
-        "scheduled a workshop about",
-        "wrote a long report on",
-        "is still evaluating",
-        "complained loudly about",
-        "presented early results on",
-        "ordered new equipment for",
-        "updated the wiki page on",
-        "is hiring someone for",
-        "cancelled the session on",
-        "proposed a small budget for",
-        "asked for volunteers to help with",
-        "published a newsletter about",
-        "opened a discussion thread on",
-        "drafted a policy for",
-        "ran a survey about",
-    ];
-    let objects = [
-        "accessibility audits",
-        "the onboarding checklist",
-        "quarterly revenue forecasts",
-        "solar panels for the roof",
-        "the sales dashboard",
-        "keyboard shortcuts",
-        "the winter party",
-        "vendor contracts",
-        "password rotation rules",
-        "the podcast launch",
-        "bicycle parking",
-        "translation memory tools",
-        "the internship program",
-        "office plants",
-        "load balancer settings",
-    ];
-    let mut out = Vec::new();
-    for i in 0..165 {
-        let s = subjects[i % subjects.len()];
-        let v = verbs[(i / subjects.len() + i) % verbs.len()];
-        let o = objects[(i * 7 + i / 11) % objects.len()];
-        out.push(format!("{s} {v} {o} during week {} of the project.", i % 52 + 1));
-    }
-    out.sort();
-    out.dedup();
-    out
 }
 
 /// Issue 4: 200 varied drawers; paraphrased queries find their drawer in
@@ -187,8 +127,129 @@ fn hybrid_search_finds_paraphrases_and_exact_keywords(backend: Backend) {
             })
             .unwrap();
         assert_eq!(outcome.hits[0].drawer.id, ids[targets.len() + offset], "{}", keyword["query"]);
-        assert_eq!(outcome.hits[0].score, 1.0, "MaxScore: the best hit is 1.0");
+        let best = outcome.hits[0].score;
+        assert!(best > 0.3 && best < 1.0, "an exact code is strong, absolute evidence, not normalised to 1: {best}");
     }
+}
+
+fn ranking_data() -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/ranking.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A palace of about 300 everyday notes, many of which use a query's common
+/// words in passing, plus drawers that answer the queries. A drawer that
+/// answers by meaning ranks first, above notes sharing one query word; an
+/// identifier, name or path ranks its drawer first, also among
+/// near-identical neighbours; scores are absolute: a clear answer scores
+/// well above the best hit of a question nothing answers, and no score is
+/// forced to 1.0.
+fn meaning_beats_stray_keywords_and_exact_tokens_still_win(backend: Backend) {
+    let (_dir, palace) = palace(backend, Some(minilm()));
+    let data = ranking_data();
+    let strings = |key: &str| -> Vec<String> {
+        data[key].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
+    };
+    let cases = |key: &str| -> Vec<(String, String)> {
+        data[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["query"].as_str().unwrap().to_string(), c["text"].as_str().unwrap().to_string()))
+            .collect()
+    };
+    let (meaning, exact) = (cases("meaning"), cases("exact"));
+    let mut texts = strings("notes");
+    texts.extend(distractors());
+    texts.extend(
+        meaning
+            .iter()
+            .chain(&exact)
+            .chain(&cases("beyond_the_embedder"))
+            .chain(&cases("known_limits"))
+            .map(|(_, text)| text.clone()),
+    );
+    texts.sort();
+    texts.dedup();
+    assert!(texts.len() >= 280, "{} drawers", texts.len());
+    let requests = texts
+        .iter()
+        .map(|text| {
+            let mut request = request("life", "notes", text);
+            request.raw = true;
+            request
+        })
+        .collect();
+    let mut ids = std::collections::HashMap::new();
+    for (text, report) in texts.iter().zip(palace.ingest_batch(requests)) {
+        ids.insert(text.clone(), report.expect("ingest").drawer_ids()[0].clone());
+    }
+    let search = |query: &str| {
+        palace
+            .search(&SearchRequest {
+                query: query.into(),
+                limit: Some(10),
+                skip_access_tracking: true,
+                ..Default::default()
+            })
+            .unwrap()
+    };
+    let rank_of = |query: &str, text: &str| {
+        let outcome = search(query);
+        let listing: Vec<String> = outcome
+            .hits
+            .iter()
+            .map(|h| format!("{:.3} (cos {:.2}) {}", h.score, h.similarity.unwrap_or(0.0), h.drawer.content.as_str()))
+            .collect();
+        (outcome.hits.iter().position(|h| h.drawer.id == ids[text]), listing, outcome)
+    };
+    // Meaning: no drawer whose cosine is clearly lower (by more than 0.15,
+    // the gap of the reported defect: 0.44 against 0.16–0.28) may outrank
+    // the answer because it shares a word with the query, and the answer
+    // is in the top ten. (Drawers within 0.15 that share a word may:
+    // separating those needs a stronger semantic signal than MiniLM's.)
+    let mut answered_scores = Vec::new();
+    for (query, text) in &meaning {
+        let (rank, listing, outcome) = rank_of(query, text);
+        let rank = rank.unwrap_or_else(|| panic!("{query:?} lost {text:?}; got:\n{}", listing.join("\n")));
+        let answer = outcome.hits[rank].similarity.expect("vectors");
+        for hit in &outcome.hits[..rank] {
+            assert!(
+                hit.similarity.expect("vectors") > answer - 0.15,
+                "{query:?}: a drawer of clearly weaker meaning outranks {text:?}:\n{}",
+                listing.join("\n")
+            );
+        }
+        answered_scores.push(outcome.hits[rank].score);
+    }
+    for (query, text) in &exact {
+        let (rank, listing, outcome) = rank_of(query, text);
+        assert_eq!(rank, Some(0), "{query:?} should find {text:?} first; got:\n{}", listing.join("\n"));
+        answered_scores.push(outcome.hits[0].score);
+    }
+    for key in ["beyond_the_embedder", "known_limits"] {
+        for (query, text) in cases(key) {
+            let (rank, _, _) = rank_of(&query, &text);
+            eprintln!("{key}: {query:?} finds its answer at rank {rank:?} (of 10)");
+        }
+    }
+    // Absolute scores: a hit's score is its own evidence (cosine and BM25
+    // combined), whatever the other hits are; no best hit is forced to 1.
+    for query in strings("unanswered") {
+        for hit in search(&query).hits {
+            let own = combine_evidence(&[
+                f64::from(hit.similarity.expect("vectors")),
+                hit.bm25.map_or(0.0, lexical_evidence),
+            ]);
+            assert!(
+                (hit.score - own).abs() < 1e-9,
+                "{query:?}: score {} is not the hit's own evidence {own}",
+                hit.score
+            );
+            assert!(hit.score < 0.999, "{query:?}: nothing answers it, yet a hit scores {}", hit.score);
+        }
+    }
+    assert!(answered_scores.iter().all(|s| *s < 1.0), "{answered_scores:?}");
 }
 
 /// A useless embedder: every text gets the same vector.
@@ -454,6 +515,7 @@ fn learn_files_an_insight_with_category_tags_and_scope(backend: Backend) {
 
 on_both!(
     hybrid_search_finds_paraphrases_and_exact_keywords,
+    meaning_beats_stray_keywords_and_exact_tokens_still_win,
     exact_codes_win_through_bm25_even_with_a_useless_embedder,
     dedup_skips_the_same_text_and_near_paraphrases,
     noise_is_dropped_long_text_is_chunked_and_raw_text_is_verbatim,

@@ -66,3 +66,65 @@ macro_rules! on_both {
         }
     };
 }
+
+#[allow(dead_code)]
+/// 165 distinct distractor sentences from varied templates.
+pub fn distractors() -> Vec<String> {
+    let subjects = [
+        "The finance team",
+        "Our QA lead",
+        "The data pipeline group",
+        "Marco",
+        "The design review board",
+        "The mobile squad",
+        "Priya",
+        "The support desk",
+        "The research group",
+        "Our landlord",
+        "The legal department",
+    ];
+    let verbs = [
+        "scheduled a workshop about",
+        "wrote a long report on",
+        "is still evaluating",
+        "complained loudly about",
+        "presented early results on",
+        "ordered new equipment for",
+        "updated the wiki page on",
+        "is hiring someone for",
+        "cancelled the session on",
+        "proposed a small budget for",
+        "asked for volunteers to help with",
+        "published a newsletter about",
+        "opened a discussion thread on",
+        "drafted a policy for",
+        "ran a survey about",
+    ];
+    let objects = [
+        "accessibility audits",
+        "the onboarding checklist",
+        "quarterly revenue forecasts",
+        "solar panels for the roof",
+        "the sales dashboard",
+        "keyboard shortcuts",
+        "the winter party",
+        "vendor contracts",
+        "password rotation rules",
+        "the podcast launch",
+        "bicycle parking",
+        "translation memory tools",
+        "the internship program",
+        "office plants",
+        "load balancer settings",
+    ];
+    let mut out = Vec::new();
+    for i in 0..165 {
+        let s = subjects[i % subjects.len()];
+        let v = verbs[(i / subjects.len() + i) % verbs.len()];
+        let o = objects[(i * 7 + i / 11) % objects.len()];
+        out.push(format!("{s} {v} {o} during week {} of the project.", i % 52 + 1));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
