@@ -250,9 +250,10 @@ fn naming_an_entity_ranks_linked_drawers_higher(backend: Backend) {
     let with = rank_of(&palace, query, false, &direct).unwrap();
     assert!(with <= without, "with graph {with}, without {without}");
     assert_eq!(with, 0);
-    // Scores are normalised to the best hit: a drawer sharing the other
-    // words but not the entity falls further behind with the graph.
-    let relative = |skip_graph| {
+    // Scores are absolute evidence: the graph raises the drawer naming the
+    // entity and leaves one sharing only the other words where it was, so
+    // the gap between them grows.
+    let scores = |skip_graph| {
         let request = SearchRequest {
             query: query.into(),
             limit: Some(10),
@@ -262,10 +263,13 @@ fn naming_an_entity_ranks_linked_drawers_higher(backend: Backend) {
         };
         let hits = palace.search(&request).unwrap().hits;
         assert_eq!(hits[0].drawer.id, direct);
-        hits.iter().find(|hit| hit.drawer.id == unlinked).expect("shares two words").score
+        let unlinked = hits.iter().find(|hit| hit.drawer.id == unlinked).expect("shares two words").score;
+        (hits[0].score, unlinked)
     };
-    let (without, with) = (relative(true), relative(false));
-    assert!(with < without, "unlinked drawer relative score with graph {with}, without {without}");
+    let ((direct_without, unlinked_without), (direct_with, unlinked_with)) = (scores(true), scores(false));
+    assert!(direct_with > direct_without, "the graph adds evidence: {direct_with} vs {direct_without}");
+    assert!((unlinked_with - unlinked_without).abs() < 1e-9, "{unlinked_with} vs {unlinked_without}");
+    assert!(direct_with - unlinked_with > direct_without - unlinked_without);
 }
 
 fn file(palace: &Palace, wing: &str, room: &str, hall: &str, text: &str) {
