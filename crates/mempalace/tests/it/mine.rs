@@ -272,7 +272,8 @@ fn opencode_sessions_mine_from_the_database(store: Store) {
         text.contains("encoder offset was 12 ticks") && text.contains("[tool: bash command=calib --left]"),
         "{found}"
     );
-    assert!(!text.contains("<file contents>"), "synthetic parts are left out");
+    assert!(!text.contains("<file contents"), "synthetic parts are left out: {text}");
+    assert!(!text.contains("4b825dc6") && !text.contains("0.0123"), "step markers are left out: {text}");
     assert_eq!(found[0]["wing"], "rover");
     let again = sandbox.json(&["mine", "--mode", "opencode", "--db", db_arg, "--json"]);
     assert_eq!(again["drawers_added"], 0);
