@@ -17,6 +17,10 @@
 //!   `real_data` test run without the data fails, naming what to do: it
 //!   never passes without having checked anything.
 
+// Test support: where the data is comes from the environment that
+// scripts/test.sh prepares (MEMPALACE_SHARED_DIR).
+#![allow(clippy::disallowed_methods)]
+
 use std::path::{Path, PathBuf};
 
 /// The repository's root folder.

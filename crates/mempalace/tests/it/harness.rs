@@ -5,7 +5,9 @@
 //!
 //! [`on_both!`] makes a `sqlite::…` and a `postgres::…` test of each
 //! `fn NAME(Store)`, as the engine's tests do, so a command's behaviour is
-//! stated once and both stores must meet it. PostgreSQL comes from
+//! stated once and both stores must meet it (the `postgres::…` tests exist
+//! in builds with the `postgres` feature, as `--all-features` in
+//! scripts/test.sh). PostgreSQL comes from
 //! `MEMPALACE_TEST_DATABASE_URL` (scripts/test.sh starts a throwaway
 //! cluster); without it those tests fail, unless `MEMPALACE_TEST_POSTGRES=skip`
 //! asks to skip them.
@@ -22,7 +24,9 @@ use serde_json::Value;
 pub enum Store {
     /// A palace directory (`--palace DIR`, holding `palace.db`).
     Sqlite,
-    /// A schema of its own on the test server (`--store postgres://…`).
+    /// A schema of its own on the test server (`--store postgres://…`);
+    /// only in a build with the `postgres` feature.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     Postgres,
 }
 
@@ -86,6 +90,7 @@ impl Sandbox {
     }
 
     /// The `--store` value naming this palace: the directory or the URL.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub fn location(&self) -> String {
         match &self.schema {
             Some(schema) => schema.url.clone(),
@@ -197,6 +202,7 @@ macro_rules! on_both {
         mod sqlite {
             $( #[test] fn $name() { super::$name($crate::harness::Store::Sqlite) } )+
         }
+        #[cfg(feature = "postgres")]
         mod postgres {
             $(
                 #[test]
