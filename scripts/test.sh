@@ -28,22 +28,33 @@ cargo build -p mempalace --all-features --locked
 "$target_dir/debug/mempalace" --model-dir "$MEMPALACE_MODEL_DIR" model fetch
 "$target_dir/debug/mempalace" --model-dir "$MEMPALACE_MODEL_DIR" model distill
 
-# Real data the tests read (LoCoMo, transcript samples, reference vectors,
-# Python-written palaces) lives in the team's shared directory beside the
-# repository; it is never copied in (LoCoMo is CC BY-NC).
-if [[ -z "${MEMPALACE_SHARED_DIR:-}" ]]; then
-    for candidate in "$PWD/../shared" /work/shared; do
-        if [[ -d "$candidate/fixtures" ]]; then
-            MEMPALACE_SHARED_DIR="$(cd "$candidate" && pwd)"
-            break
-        fi
-    done
+# Test data comes in two layers. The repository's own fixtures (fixtures/:
+# every transcript format, a Python MemPalace palace as SQL text, LoCoMo- and
+# LongMemEval-shaped sets, MiniLM reference vectors) are always there. The
+# team's shared real data (real transcript samples, LoCoMo, palaces written
+# by the Python MemPalace) is never copied in (LoCoMo is CC BY-NC): its
+# tests (modules named real_data) run in addition when the folder is given
+# by MEMPALACE_SHARED_DIR or found beside the repository as ../shared, and
+# are left out otherwise. The run says which layers ran.
+if [[ -n "${MEMPALACE_SHARED_DIR:-}" ]]; then
+    if [[ ! -d "$MEMPALACE_SHARED_DIR/fixtures" || ! -d "$MEMPALACE_SHARED_DIR/bench" ]]; then
+        echo "MEMPALACE_SHARED_DIR=$MEMPALACE_SHARED_DIR does not hold fixtures/ and bench/; point it at the shared data folder or unset it" >&2
+        exit 1
+    fi
+    MEMPALACE_SHARED_DIR="$(cd "$MEMPALACE_SHARED_DIR" && pwd)"
+elif [[ -d ../shared/fixtures && -d ../shared/bench ]]; then
+    MEMPALACE_SHARED_DIR="$(cd ../shared && pwd)"
 fi
-if [[ ! -d "${MEMPALACE_SHARED_DIR:-/nonexistent}/fixtures" ]]; then
-    echo "shared test data not found: set MEMPALACE_SHARED_DIR to the directory holding fixtures/ and bench/" >&2
-    exit 1
+skip_layer=()
+if [[ -n "${MEMPALACE_SHARED_DIR:-}" ]]; then
+    export MEMPALACE_SHARED_DIR
+    layers="repository fixtures + shared real data ($MEMPALACE_SHARED_DIR)"
+else
+    unset MEMPALACE_SHARED_DIR
+    skip_layer=(--skip real_data::)
+    layers="repository fixtures only (no shared data found; set MEMPALACE_SHARED_DIR to add the real-data layer)"
 fi
-export MEMPALACE_SHARED_DIR
+echo "test layers: $layers"
 
 # The official Python MCP SDK, the client of the MCP tests, in a virtualenv
 # under target/ (created once; pinned so a new SDK release cannot change a
@@ -70,4 +81,5 @@ if [[ -z "${MEMPALACE_TEST_DATABASE_URL:-}" && "${MEMPALACE_TEST_POSTGRES:-}" !=
 fi
 export MEMPALACE_TEST_DATABASE_URL="${MEMPALACE_TEST_DATABASE_URL:-}"
 
-cargo test --workspace --all-features --locked
+cargo test --workspace --all-features --locked -- ${skip_layer[@]+"${skip_layer[@]}"}
+echo "test layers: $layers"

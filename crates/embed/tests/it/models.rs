@@ -1,12 +1,14 @@
 //! The real models: MiniLM against the reference vectors made by the
 //! Python stack (ChromaDB's ONNX function), paraphrase ranking for MiniLM
-//! and the distilled static model.
+//! and the distilled static model; the reference vectors and WordPiece
+//! parity on the repository's data, and on the shared real data in the
+//! real-data layer.
 //!
 //! These tests need the weights. `scripts/test.sh` fetches them (and
 //! distills the static model) and sets `MEMPALACE_MODEL_DIR`; without it the
 //! tests fail with instructions rather than skip.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use mempalace_embed::Embedder;
@@ -57,12 +59,12 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
     mempalace_core::vector::cosine(a, b)
 }
 
-#[test]
-fn minilm_matches_the_reference_vectors() {
-    let path = shared_dir().join("fixtures/embeddings/minilm-reference.json");
-    let reference: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("reference file")).unwrap();
+/// MiniLM against reference vectors in `path` (cosine ≥ 0.999 each), and one
+/// text at a time equal to a batch.
+fn matches_reference_vectors(path: &Path, expected_items: usize) {
+    let reference: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("reference file")).unwrap();
     let items = reference["items"].as_array().expect("items");
-    assert_eq!(items.len(), 8);
+    assert_eq!(items.len(), expected_items);
     let texts: Vec<&str> = items.iter().map(|item| item["text"].as_str().unwrap()).collect();
     let vectors = minilm().embed_batch(&texts).unwrap();
     for (item, vector) in items.iter().zip(&vectors) {
@@ -81,6 +83,14 @@ fn minilm_matches_the_reference_vectors() {
         let single = minilm().embed_one(text).unwrap();
         assert!(cosine(&single, batched) > 0.99999);
     }
+}
+
+/// Five of the reference vectors made by the Python stack (short English,
+/// Chinese, accented Latin, the empty string, a text truncated at 256
+/// tokens), kept in the repository.
+#[test]
+fn minilm_matches_the_reference_vectors() {
+    matches_reference_vectors(&mempalace_testdata::fixture("embeddings/minilm-reference.json"), 5);
 }
 
 /// Pairs of paraphrases; each sentence's nearest neighbour among all should
@@ -189,41 +199,29 @@ fn our_tokenizer() -> mempalace_embed::wordpiece::WordPiece {
         .unwrap()
 }
 
-/// The team's shared data directory: `MEMPALACE_SHARED_DIR` (set by
-/// scripts/test.sh) or `../shared` beside the repository.
-fn shared_dir() -> PathBuf {
-    std::env::var_os("MEMPALACE_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
-}
-
-fn shared_texts() -> Vec<String> {
-    let shared = shared_dir();
-    let mut texts = Vec::new();
-    for entry in std::fs::read_dir(shared.join("spec/seeds")).unwrap() {
-        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-        texts.extend(text.lines().filter(|l| !l.trim().is_empty()).map(str::to_string));
+/// Every non-empty line of the repository's prose (README, ARCHITECTURE,
+/// docs) and of the plain-text transcript fixtures.
+fn repository_texts() -> Vec<String> {
+    let root = mempalace_testdata::repo_root();
+    let mut files = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
+    for dir in [root.join("docs"), mempalace_testdata::fixture("transcripts/text")] {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+        entries.sort();
+        files.extend(entries);
     }
-    let locomo: Value =
-        serde_json::from_str(&std::fs::read_to_string(shared.join("bench/locomo/locomo-dev.json")).unwrap()).unwrap();
-    for conversation in locomo.as_array().unwrap() {
-        for (key, turns) in conversation["conversation"].as_object().unwrap() {
-            if key.starts_with("session_") && !key.ends_with("date_time") {
-                for turn in turns.as_array().into_iter().flatten() {
-                    texts.extend(turn["text"].as_str().map(str::to_string));
-                }
-            }
-        }
+    let mut texts = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        texts.extend(text.lines().filter(|l| !l.trim().is_empty()).map(str::to_string));
     }
     texts
 }
 
-/// Our WordPiece implementation reproduces the Hugging Face tokenizer on
-/// every line of real text in ../shared (seeds, LoCoMo) and the reference inputs.
-#[test]
-fn wordpiece_matches_hugging_face_on_real_text() {
+/// Our WordPiece tokenizer against the Hugging Face tokenizer on `texts`,
+/// the paraphrases and a few hard cases, then with special tokens and
+/// truncation as MiniLM sees text.
+fn wordpiece_matches_hugging_face_on(mut texts: Vec<String>) {
     let (hf, ours) = (hf_tokenizer(), our_tokenizer());
-    let mut texts = shared_texts();
     texts.extend(PARAPHRASES.iter().flat_map(|(a, b)| [a.to_string(), b.to_string()]));
     texts.extend(
         ["用户喜欢深色模式和向量搜索", "Café déjà vu: naïve résumé coördination", "", "İstanbul ﬁle Ǆ ᾨ"]
@@ -234,7 +232,6 @@ fn wordpiece_matches_hugging_face_on_real_text() {
         let expected = hf.encode(text.as_str(), false).unwrap().get_ids().to_vec();
         assert_eq!(ours.encode(text, usize::MAX), expected, "{text:?}");
     }
-    // With special tokens and truncation, as MiniLM sees text.
     let long = "memory palace drawer wing room hall ".repeat(80);
     let mut truncating = hf_tokenizer();
     truncating.with_truncation(Some(tokenizers::TruncationParams { max_length: 256, ..Default::default() })).unwrap();
@@ -242,6 +239,52 @@ fn wordpiece_matches_hugging_face_on_real_text() {
         ours.encode_with_special(&long, 256),
         truncating.encode(long.as_str(), true).unwrap().get_ids().to_vec()
     );
+}
+
+/// Our WordPiece implementation reproduces the Hugging Face tokenizer on
+/// every line of the repository's prose (Markdown, code, tables, arrows).
+#[test]
+fn wordpiece_matches_hugging_face_on_repository_text() {
+    wordpiece_matches_hugging_face_on(repository_texts());
+}
+
+/// The same on the shared real data: all eight reference vectors, and every
+/// line of the seeds and of LoCoMo.
+mod real_data {
+    use serde_json::Value;
+
+    #[test]
+    fn minilm_matches_the_reference_vectors() {
+        super::matches_reference_vectors(&mempalace_testdata::shared("fixtures/embeddings/minilm-reference.json"), 8);
+    }
+
+    fn shared_texts() -> Vec<String> {
+        let mut texts = Vec::new();
+        for entry in std::fs::read_dir(mempalace_testdata::shared("spec/seeds")).unwrap() {
+            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            texts.extend(text.lines().filter(|l| !l.trim().is_empty()).map(str::to_string));
+        }
+        let locomo: Value = serde_json::from_str(
+            &std::fs::read_to_string(mempalace_testdata::shared("bench/locomo/locomo-dev.json")).unwrap(),
+        )
+        .unwrap();
+        for conversation in locomo.as_array().unwrap() {
+            for (key, turns) in conversation["conversation"].as_object().unwrap() {
+                if key.starts_with("session_") && !key.ends_with("date_time") {
+                    for turn in turns.as_array().into_iter().flatten() {
+                        texts.extend(turn["text"].as_str().map(str::to_string));
+                    }
+                }
+            }
+        }
+        texts
+    }
+
+    /// …and on every line of real text in the shared data (seeds, LoCoMo).
+    #[test]
+    fn wordpiece_matches_hugging_face_on_real_text() {
+        super::wordpiece_matches_hugging_face_on(shared_texts());
+    }
 }
 
 proptest::proptest! {

@@ -1,10 +1,11 @@
-//! Drives the real `mempalace` binary on temporary palaces: every command,
-//! bad input, several processes writing at once, and a writer killed in the
-//! middle of an import.
+//! Drives the real `mempalace` binary on temporary palaces, on both stores:
+//! every command, bad input, several processes writing at once, and a writer
+//! killed in the middle of an import; SQLite-file specifics (foreign files,
+//! the palace chosen by config and environment) on SQLite only.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
@@ -12,85 +13,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// A temporary home and palace for one test.
-struct Sandbox {
-    dir: tempfile::TempDir,
-}
+use crate::harness::{Sandbox, Store, code, model_dir, on_both, text};
 
-impl Sandbox {
-    fn new() -> Self {
-        Self { dir: tempfile::tempdir().expect("tempdir") }
-    }
-
-    fn home(&self) -> PathBuf {
-        self.dir.path().join("home")
-    }
-
-    fn palace(&self) -> PathBuf {
-        self.dir.path().join("palace")
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    /// A command with an isolated environment and `--palace` set.
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mempalace"));
-        command
-            .env_clear()
-            .env("HOME", self.home())
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .arg("--palace")
-            .arg(self.palace())
-            .args(args)
-            .stdin(Stdio::null());
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().expect("run mempalace")
-    }
-
-    fn run_with_stdin(&self, args: &[&str], stdin: &[u8]) -> Output {
-        let mut child = self
-            .cmd(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn mempalace");
-        child.stdin.take().expect("stdin").write_all(stdin).expect("write stdin");
-        child.wait_with_output().expect("wait")
-    }
-
-    /// Runs and requires success; returns stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let output = self.run(args);
-        assert!(output.status.success(), "mempalace {args:?} failed: {}", text(&output.stderr));
-        text(&output.stdout)
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        serde_json::from_str(&self.ok(args)).expect("valid JSON")
-    }
-
-    fn total(&self) -> u64 {
-        self.json(&["status", "--json"])["total_drawers"].as_u64().expect("total_drawers")
-    }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn code(output: &Output) -> i32 {
-    output.status.code().expect("exited normally")
-}
-
-#[test]
-fn init_add_get_status_round_trip() {
-    let sandbox = Sandbox::new();
+fn init_add_get_status_round_trip(store: Store) {
+    let sandbox = Sandbox::on(store);
     assert!(sandbox.ok(&["init"]).contains("palace ready"));
     let id = sandbox
         .ok(&[
@@ -135,7 +61,11 @@ fn init_add_get_status_round_trip() {
     assert_eq!(status["rooms"]["decisions"], 1);
     assert_eq!(status["taxonomy"]["project"]["notes"], 1);
     assert_eq!(status["workspace"], "default");
-    assert_eq!(status["schema_version"], mempalace_sqlite::SCHEMA_VERSION);
+    let schema_version = match store {
+        Store::Sqlite => mempalace_sqlite::SCHEMA_VERSION,
+        Store::Postgres => mempalace_postgres::SCHEMA_VERSION,
+    };
+    assert_eq!(status["schema_version"], schema_version);
 
     let human = sandbox.ok(&["status"]);
     assert!(human.contains("MemPalace Status — 2 drawers"), "{human}");
@@ -148,9 +78,8 @@ fn init_add_get_status_round_trip() {
     assert!(chunked.lines().count() >= 3, "long text is filed as several drawers: {chunked}");
 }
 
-#[test]
-fn soft_and_hard_delete() {
-    let sandbox = Sandbox::new();
+fn soft_and_hard_delete(store: Store) {
+    let sandbox = Sandbox::on(store);
     let id = sandbox.ok(&["add", "--wing", "w", "--room", "r", "to be deleted"]).trim().to_string();
     sandbox.ok(&["delete", &id, "--reason", "outdated"]);
     assert_eq!(sandbox.total(), 0);
@@ -164,11 +93,18 @@ fn soft_and_hard_delete() {
     assert_eq!(code(&sandbox.run(&["delete", &id, "--hard"])), 3);
 }
 
-#[test]
-fn identity_set_and_show() {
-    let sandbox = Sandbox::new();
+fn identity_set_and_show(store: Store) {
+    let sandbox = Sandbox::on(store);
     let empty = sandbox.run(&["identity", "show"]);
-    assert_eq!(code(&empty), 3, "no palace yet");
+    match store {
+        Store::Sqlite => assert_eq!(code(&empty), 3, "no palace yet"),
+        // A PostgreSQL palace is its (empty) schema: it exists, without an identity.
+        Store::Postgres => {
+            assert_eq!(code(&empty), 0);
+            assert!(text(&empty.stderr).contains("no identity set"), "{}", text(&empty.stderr));
+            assert_eq!(sandbox.json(&["identity", "show", "--json"])["identity"], Value::Null);
+        }
+    }
     sandbox.ok(&["identity", "set", "I am Atlas, the lab assistant."]);
     assert_eq!(sandbox.ok(&["identity", "show"]).trim(), "I am Atlas, the lab assistant.");
     let json = sandbox.json(&["identity", "show", "--json"]);
@@ -178,9 +114,8 @@ fn identity_set_and_show() {
     assert_eq!(sandbox.ok(&["identity", "show"]).trim(), "I am Atlas, the lab assistant.");
 }
 
-#[test]
-fn init_with_a_project_dir_writes_mempalace_yaml_once() {
-    let sandbox = Sandbox::new();
+fn init_with_a_project_dir_writes_mempalace_yaml_once(store: Store) {
+    let sandbox = Sandbox::on(store);
     let project = sandbox.path("My Lab-Notes");
     for folder in ["docs", "api", "node_modules", ".git", "experiments"] {
         std::fs::create_dir_all(project.join(folder)).unwrap();
@@ -198,9 +133,8 @@ fn init_with_a_project_dir_writes_mempalace_yaml_once() {
     assert_eq!(std::fs::read_to_string(project.join("mempalace.yaml")).unwrap(), "wing: mine\n");
 }
 
-#[test]
-fn export_import_is_lossless() {
-    let source = Sandbox::new();
+fn export_import_is_lossless(store: Store) {
+    let source = Sandbox::on(store);
     for i in 0..30 {
         source.ok(&[
             "add",
@@ -220,7 +154,7 @@ fn export_import_is_lossless() {
     let export = source.path("export.jsonl");
     source.ok(&["export", "--out", export.to_str().unwrap()]);
 
-    let target = Sandbox::new();
+    let target = Sandbox::on(store);
     let summary = target.ok(&["import", export.to_str().unwrap()]);
     assert!(summary.contains("imported 32 records (0 already present)"), "{summary}");
     let again = target.ok(&["import", export.to_str().unwrap()]);
@@ -234,9 +168,8 @@ fn export_import_is_lossless() {
     assert_eq!(target.json(&["get", &doomed, "--json"])["status_reason"], "kept for review");
 }
 
-#[test]
-fn a_malformed_import_file_writes_nothing() {
-    let sandbox = Sandbox::new();
+fn a_malformed_import_file_writes_nothing(store: Store) {
+    let sandbox = Sandbox::on(store);
     sandbox.ok(&["add", "--wing", "w", "--room", "r", "the seed drawer of this test"]);
     let export = sandbox.path("export.jsonl");
     sandbox.ok(&["export", "--out", export.to_str().unwrap()]);
@@ -263,9 +196,8 @@ fn a_malformed_import_file_writes_nothing() {
     assert_eq!(code(&sandbox.run(&["import", sandbox.path("absent.jsonl").to_str().unwrap()])), 3);
 }
 
-#[test]
-fn bad_input_gets_clear_errors_and_writes_nothing() {
-    let sandbox = Sandbox::new();
+fn bad_input_gets_clear_errors_and_writes_nothing(store: Store) {
+    let sandbox = Sandbox::on(store);
     sandbox.ok(&["init"]);
 
     let empty = sandbox.run(&["add", "--wing", "w", "--room", "r", "   "]);
@@ -384,9 +316,8 @@ fn config_file_and_environment_choose_the_palace() {
 
 /// SPEC §3, issue 2: four processes each add 500 distinct drawers while a
 /// fifth reads in a loop; no process sees an error and nothing is lost.
-#[test]
-fn concurrent_writer_processes_lose_nothing() {
-    let sandbox = Arc::new(Sandbox::new());
+fn concurrent_writer_processes_lose_nothing(store: Store) {
+    let sandbox = Arc::new(Sandbox::on(store));
     sandbox.ok(&["init"]);
     let first =
         sandbox.ok(&["add", "--wing", "seed", "--room", "r", "the seed drawer of this test"]).trim().to_string();
@@ -441,9 +372,8 @@ fn concurrent_writer_processes_lose_nothing() {
 /// Issue 2: a writer killed with SIGKILL in the middle of a large import
 /// leaves a palace that opens, passes doctor, and holds every drawer whose
 /// batch had been reported committed.
-#[test]
-fn a_killed_import_keeps_every_acknowledged_drawer() {
-    let sandbox = Sandbox::new();
+fn a_killed_import_keeps_every_acknowledged_drawer(store: Store) {
+    let sandbox = Sandbox::on(store);
     let export = sandbox.path("big.jsonl");
     write_big_export(&export, 40_000);
 
@@ -518,18 +448,8 @@ fn sha256_local(text: &str) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The model directory prepared by scripts/test.sh.
-fn model_dir() -> PathBuf {
-    let dir = std::env::var_os("MEMPALACE_MODEL_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        panic!("MEMPALACE_MODEL_DIR is not set; run ./scripts/test.sh (it fetches and distills the models)")
-    });
-    assert!(dir.join("all-MiniLM-L6-v2/model.safetensors").is_file(), "no MiniLM under {}", dir.display());
-    dir
-}
-
-#[test]
-fn without_a_model_drawers_are_filed_without_vectors_after_one_warning() {
-    let sandbox = Sandbox::new();
+fn without_a_model_drawers_are_filed_without_vectors_after_one_warning(store: Store) {
+    let sandbox = Sandbox::on(store);
     let output = sandbox.run(&["add", "--wing", "w", "--room", "r", "there is no embedding model here"]);
     assert!(output.status.success());
     let stderr = text(&output.stderr);
@@ -541,9 +461,8 @@ fn without_a_model_drawers_are_filed_without_vectors_after_one_warning() {
     assert_eq!(sandbox.run(&["reembed"]).status.code(), Some(8), "reembed needs a model");
 }
 
-#[test]
-fn vectors_are_stored_and_a_palace_moves_to_another_model() {
-    let sandbox = Sandbox::new();
+fn vectors_are_stored_and_a_palace_moves_to_another_model(store: Store) {
+    let sandbox = Sandbox::on(store);
     let models = model_dir();
     let models = models.to_str().unwrap();
     let mut ids = Vec::new();
@@ -568,9 +487,8 @@ fn vectors_are_stored_and_a_palace_moves_to_another_model() {
     assert_eq!(status["static"]["model_id"], "all-MiniLM-L6-v2-static-d256");
 }
 
-#[test]
-fn search_wake_up_recall_and_inject_from_the_command_line() {
-    let sandbox = Sandbox::new();
+fn search_wake_up_recall_and_inject_from_the_command_line(store: Store) {
+    let sandbox = Sandbox::on(store);
     let models = model_dir();
     let models = models.to_str().unwrap();
     let with_model = |args: &[&str]| {
@@ -625,9 +543,8 @@ fn search_wake_up_recall_and_inject_from_the_command_line() {
 /// queries, ending, the timeline, statistics, facts extracted from added
 /// drawers, and the palace graph with explicit tunnels; bad input fails
 /// with the documented exit codes and writes nothing.
-#[test]
-fn knowledge_graph_and_palace_graph_from_the_command_line() {
-    let sandbox = Sandbox::new();
+fn knowledge_graph_and_palace_graph_from_the_command_line(store: Store) {
+    let sandbox = Sandbox::on(store);
     sandbox.ok(&["init"]);
     let added = sandbox.json(&[
         "kg",
@@ -784,3 +701,19 @@ fn knowledge_graph_and_palace_graph_from_the_command_line() {
     assert!(text(&limited.stderr).contains("MEMPALACE_MAX_ENTITIES"), "{}", text(&limited.stderr));
     assert_eq!(sandbox.json(&["kg", "stats", "--json"])["entities"], entities, "nothing half-written");
 }
+
+on_both!(
+    init_add_get_status_round_trip,
+    soft_and_hard_delete,
+    identity_set_and_show,
+    init_with_a_project_dir_writes_mempalace_yaml_once,
+    export_import_is_lossless,
+    a_malformed_import_file_writes_nothing,
+    bad_input_gets_clear_errors_and_writes_nothing,
+    concurrent_writer_processes_lose_nothing,
+    a_killed_import_keeps_every_acknowledged_drawer,
+    without_a_model_drawers_are_filed_without_vectors_after_one_warning,
+    vectors_are_stored_and_a_palace_moves_to_another_model,
+    search_wake_up_recall_and_inject_from_the_command_line,
+    knowledge_graph_and_palace_graph_from_the_command_line,
+);

@@ -1,9 +1,11 @@
 //! The binary crate's one integration-test binary: the CLI and the MCP server driven as a
-//! subprocess, and repository-wide tidiness checks.
+//! subprocess through one harness (on both stores), and repository-wide tidiness checks.
 
 // Tests take their setup (model directory, shared data, servers) from the
 // environment that scripts/test.sh prepares.
 #![allow(clippy::disallowed_methods)]
+
+mod harness;
 
 mod cli;
 mod hook;

@@ -1,7 +1,7 @@
 //! The MCP server driven by the official Python MCP SDK (`tests/mcp/client.py`)
 //! over stdio and streamable HTTP: every scenario runs the real binary on a
-//! temporary palace, with the static embedding model so searches use
-//! vectors without the cost of MiniLM in a debug build.
+//! temporary palace on both stores, with the static embedding model so
+//! searches use vectors without the cost of MiniLM in a debug build.
 //!
 //! The Python interpreter comes from `$MEMPALACE_TEST_PYTHON`, a virtualenv
 //! with the `mcp` package that `scripts/test.sh` creates; without it these
@@ -10,6 +10,8 @@
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
+
+use crate::harness::{Sandbox, Store, on_both};
 use std::time::{Duration, Instant};
 
 fn python() -> PathBuf {
@@ -32,78 +34,52 @@ fn client_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py")
 }
 
-struct Sandbox {
-    dir: tempfile::TempDir,
+/// A sandbox whose server uses the static model.
+fn sandbox(store: Store) -> Sandbox {
+    model_dir();
+    Sandbox::on(store).with_static_model()
 }
 
-impl Sandbox {
-    fn new() -> Self {
-        let sandbox = Self { dir: tempfile::tempdir().expect("tempdir") };
-        std::fs::create_dir_all(sandbox.home()).expect("home");
-        sandbox
-    }
+/// Runs one client scenario against the sandbox's palace; panics with its
+/// output when it fails.
+fn scenario(sandbox: &Sandbox, name: &str, extra: &[&str]) -> Output {
+    let output = Command::new(python())
+        .arg(client_script())
+        .arg(name)
+        .arg("--bin")
+        .arg(env!("CARGO_BIN_EXE_mempalace"))
+        .args(sandbox.palace_args())
+        .args(extra)
+        .env_clear()
+        .envs(sandbox.envs())
+        .env("TEST_HOME", sandbox.home())
+        .output()
+        .expect("run the Python MCP client");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.lines().any(|l| l == "PASS"),
+        "scenario {name} failed\n--- stdout\n{stdout}\n--- stderr\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
 
-    fn home(&self) -> PathBuf {
-        self.dir.path().join("home")
+/// Starts `serve --mcp-http` on a free port; the child is killed on drop.
+fn http_server(sandbox: &Sandbox, bind: &str, token: Option<&str>) -> (Server, u16) {
+    let port = TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
+    let mut command = sandbox.cmd(&["serve", "--mcp-http", &format!("{bind}:{port}")]);
+    command.stdout(Stdio::null()).stderr(Stdio::piped());
+    if let Some(token) = token {
+        command.env("MEMPALACE_MCP_HTTP_TOKEN", token);
     }
-
-    fn palace(&self) -> PathBuf {
-        self.dir.path().join("palace")
+    let child = command.spawn().expect("start the HTTP server");
+    let address: SocketAddr = format!("127.0.0.1:{port}").parse().expect("address");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_err() {
+        assert!(Instant::now() < deadline, "the HTTP server did not listen on {address} within 30 s");
+        std::thread::sleep(Duration::from_millis(50));
     }
-
-    /// Runs one client scenario; panics with its output when it fails.
-    fn scenario(&self, name: &str, extra: &[&str]) -> Output {
-        let output = Command::new(python())
-            .arg(client_script())
-            .arg(name)
-            .arg("--bin")
-            .arg(env!("CARGO_BIN_EXE_mempalace"))
-            .arg("--palace")
-            .arg(self.palace())
-            .args(extra)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("TEST_HOME", self.home())
-            .env("MEMPALACE_MODEL_DIR", model_dir())
-            .env("MEMPALACE_EMBEDDER", "static")
-            .output()
-            .expect("run the Python MCP client");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success() && stdout.lines().any(|l| l == "PASS"),
-            "scenario {name} failed\n--- stdout\n{stdout}\n--- stderr\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        output
-    }
-
-    /// Starts `serve --mcp-http` on a free port; the child is killed on drop.
-    fn http_server(&self, bind: &str, token: Option<&str>) -> (Server, u16) {
-        let port = TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mempalace"));
-        command
-            .env_clear()
-            .env("HOME", self.home())
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("MEMPALACE_MODEL_DIR", model_dir())
-            .env("MEMPALACE_EMBEDDER", "static")
-            .arg("--palace")
-            .arg(self.palace())
-            .args(["serve", "--mcp-http", &format!("{bind}:{port}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        if let Some(token) = token {
-            command.env("MEMPALACE_MCP_HTTP_TOKEN", token);
-        }
-        let child = command.spawn().expect("start the HTTP server");
-        let address: SocketAddr = format!("127.0.0.1:{port}").parse().expect("address");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_err() {
-            assert!(Instant::now() < deadline, "the HTTP server did not listen on {address} within 30 s");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        (Server(child), port)
-    }
+    (Server(child), port)
 }
 
 struct Server(Child);
@@ -118,84 +94,72 @@ impl Drop for Server {
 /// Issue 6: initialize, the exact tool list, add → search, KG add → query →
 /// invalidate → timeline, diary write → read, drawers, tunnels, graph and
 /// the error cases, over stdio.
-#[test]
-fn stdio_round_trips_with_the_python_sdk() {
-    let output = Sandbox::new().scenario("stdio", &[]);
+fn stdio_round_trips_with_the_python_sdk(store: Store) {
+    let output = scenario(&sandbox(store), "stdio", &[]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.lines().filter(|l| l.starts_with("ok ")).count() >= 50, "{stdout}");
 }
 
 /// Issue 6: the same over streamable HTTP on loopback.
-#[test]
-fn http_round_trips_with_the_python_sdk() {
-    let sandbox = Sandbox::new();
-    let (_server, port) = sandbox.http_server("127.0.0.1", None);
-    sandbox.scenario("http", &["--url", &format!("http://127.0.0.1:{port}/mcp")]);
-    sandbox.scenario("http-guards", &["--url", &format!("http://127.0.0.1:{port}/mcp")]);
+fn http_round_trips_with_the_python_sdk(store: Store) {
+    let sandbox = sandbox(store);
+    let (_server, port) = http_server(&sandbox, "127.0.0.1", None);
+    scenario(&sandbox, "http", &["--url", &format!("http://127.0.0.1:{port}/mcp")]);
+    scenario(&sandbox, "http-guards", &["--url", &format!("http://127.0.0.1:{port}/mcp")]);
 }
 
 /// Issue 6: off loopback the server refuses to start without a token, and
 /// with one it refuses requests that lack it.
 #[test]
 fn http_off_loopback_requires_a_bearer_token() {
-    let sandbox = Sandbox::new();
-    let refused = Command::new(env!("CARGO_BIN_EXE_mempalace"))
-        .env_clear()
-        .env("HOME", sandbox.home())
-        .arg("--palace")
-        .arg(sandbox.palace())
-        .args(["serve", "--mcp-http", "0.0.0.0:0"])
-        .output()
-        .expect("run");
+    let sandbox = sandbox(Store::Sqlite);
+    let refused = sandbox.run(&["serve", "--mcp-http", "0.0.0.0:0"]);
     assert_eq!(refused.status.code(), Some(2), "{}", String::from_utf8_lossy(&refused.stderr));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("MEMPALACE_MCP_HTTP_TOKEN"));
     assert!(!sandbox.palace().exists(), "nothing is created when the server refuses to start");
 
-    let (_server, port) = sandbox.http_server("0.0.0.0", Some("s3cret-token"));
+    let (_server, port) = http_server(&sandbox, "0.0.0.0", Some("s3cret-token"));
     let url = format!("http://127.0.0.1:{port}/mcp");
-    sandbox.scenario("http-unauthorized", &["--url", &url]);
-    sandbox.scenario("http", &["--url", &url, "--token", "s3cret-token"]);
+    scenario(&sandbox, "http-unauthorized", &["--url", &url]);
+    scenario(&sandbox, "http", &["--url", &url, "--token", "s3cret-token"]);
 }
 
 /// Issue 6: each profile lists exactly its tools.
 #[test]
 fn tool_profiles_list_exactly_their_tools() {
-    Sandbox::new().scenario("profiles", &[]);
+    scenario(&sandbox(Store::Sqlite), "profiles", &[]);
 }
 
 /// Issue 6: two stdio servers on one palace see each other's writes.
-#[test]
-fn two_stdio_servers_share_one_palace() {
-    Sandbox::new().scenario("two-servers", &[]);
+fn two_stdio_servers_share_one_palace(store: Store) {
+    scenario(&sandbox(store), "two-servers", &[]);
 }
 
 /// Issue 6: seed 0's memory_* tools.
-#[test]
-fn memory_tools_round_trip() {
-    Sandbox::new().scenario("memory", &[]);
+fn memory_tools_round_trip(store: Store) {
+    scenario(&sandbox(store), "memory", &[]);
 }
 
 /// Issue 6: robotmem's tools: learn, recall with filters and spatial
 /// order, perceptions, corrections, sessions with consolidation.
-#[test]
-fn robotmem_tools_round_trip() {
-    Sandbox::new().scenario("robotmem", &[]);
+fn robotmem_tools_round_trip(store: Store) {
+    scenario(&sandbox(store), "robotmem", &[]);
 }
 
 /// `mempalace mcp` prints the setup lines.
 #[test]
 fn mcp_alone_prints_setup_commands() {
-    let sandbox = Sandbox::new();
-    let output = Command::new(env!("CARGO_BIN_EXE_mempalace"))
-        .env_clear()
-        .env("HOME", sandbox.home())
-        .arg("--palace")
-        .arg(sandbox.palace())
-        .arg("mcp")
-        .output()
-        .expect("run");
+    let output = Sandbox::new().run(&["mcp"]);
     assert!(output.status.success());
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("claude mcp add mempalace -- ") && stdout.contains("mcp serve"), "{stdout}");
     assert!(stdout.contains("codex mcp add mempalace"), "{stdout}");
 }
+
+on_both!(
+    stdio_round_trips_with_the_python_sdk,
+    http_round_trips_with_the_python_sdk,
+    two_stdio_servers_share_one_palace,
+    memory_tools_round_trip,
+    robotmem_tools_round_trip,
+);

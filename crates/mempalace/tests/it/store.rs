@@ -11,69 +11,20 @@
 use std::collections::HashSet;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 
-use mempalace_postgres::testing::TestSchema;
 use serde_json::Value;
 
-/// Where a test's palace lives.
-enum Place {
-    File(tempfile::TempDir),
-    Postgres(TestSchema, tempfile::TempDir),
+use crate::harness::{Sandbox, Store, on_both};
+
+/// A palace on `store` with the static embedding model.
+fn place(store: Store) -> Sandbox {
+    Sandbox::on(store).with_static_model()
 }
 
-impl Place {
-    fn sqlite() -> Self {
-        Self::File(tempfile::tempdir().expect("tempdir"))
-    }
-
-    /// `None` when PostgreSQL tests are deliberately skipped.
-    fn postgres() -> Option<Self> {
-        Some(Self::Postgres(TestSchema::on_test_server()?, tempfile::tempdir().expect("tempdir")))
-    }
-
-    fn dir(&self) -> &Path {
-        match self {
-            Self::File(dir) | Self::Postgres(_, dir) => dir.path(),
-        }
-    }
-
-    /// The `--store` value.
-    fn store(&self) -> String {
-        match self {
-            Self::File(dir) => dir.path().join("palace").display().to_string(),
-            Self::Postgres(schema, _) => schema.url.clone(),
-        }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mempalace"));
-        command
-            .env_clear()
-            .env("HOME", self.dir().join("home"))
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("MEMPALACE_EMBEDDER", "static")
-            .arg("--store")
-            .arg(self.store())
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if let Some(models) = std::env::var_os("MEMPALACE_MODEL_DIR") {
-            command.env("MEMPALACE_MODEL_DIR", models);
-        }
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().expect("run mempalace")
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let output = self.run(args);
-        assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
-        serde_json::from_slice(&output.stdout).expect("JSON output")
-    }
+/// A PostgreSQL palace; `None` when PostgreSQL tests are deliberately skipped.
+fn postgres() -> Option<Sandbox> {
+    mempalace_postgres::testing::server().map(|_| place(Store::Postgres))
 }
 
 /// A Claude Code transcript of `exchanges` exchanges (each a raw drawer when mined).
@@ -104,7 +55,8 @@ fn transcript(dir: &Path, exchanges: usize) -> PathBuf {
 
 /// Three worker processes at once: every raw drawer processed by exactly
 /// one of them; the daily job run by exactly one.
-fn workers_share_the_backlog(place: Place) {
+fn workers_share_the_backlog(store: Store) {
+    let place = place(store);
     let file = transcript(place.dir(), 240);
     let mined = place.json(&["mine", file.to_str().unwrap(), "--mode", "convos", "--json"]);
     let total = mined["drawers_added"].as_u64().unwrap();
@@ -112,7 +64,9 @@ fn workers_share_the_backlog(place: Place) {
     let workers: Vec<_> = (0..3)
         .map(|n| {
             place
-                .command(&["work", "--once", "--jobs", "process,maintain", "--json", "--worker", &format!("w{n}")])
+                .cmd(&["work", "--once", "--jobs", "process,maintain", "--json", "--worker", &format!("w{n}")])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
                 .spawn()
                 .expect("spawn a worker")
         })
@@ -147,20 +101,10 @@ fn workers_share_the_backlog(place: Place) {
     assert_eq!(place.json(&["doctor", "--check-only", "--json"])["healthy"], true);
 }
 
-#[test]
-fn workers_share_the_backlog_on_sqlite() {
-    workers_share_the_backlog(Place::sqlite());
-}
-
-#[test]
-fn workers_share_the_backlog_on_postgres() {
-    if let Some(place) = Place::postgres() {
-        workers_share_the_backlog(place);
-    }
-}
+on_both!(workers_share_the_backlog);
 
 /// The records of an export, without its header (which names the store).
-fn records(place: &Place) -> Vec<String> {
+fn records(place: &Sandbox) -> Vec<String> {
     let output = place.run(&["export"]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let mut lines: Vec<String> = String::from_utf8(output.stdout).unwrap().lines().skip(1).map(String::from).collect();
@@ -172,8 +116,8 @@ fn records(place: &Place) -> Vec<String> {
 /// unchanged, and a second run copies nothing.
 #[test]
 fn migrate_store_round_trips_a_palace_through_postgres() {
-    let Some(postgres) = Place::postgres() else { return };
-    let (source, back) = (Place::sqlite(), Place::sqlite());
+    let Some(postgres) = postgres() else { return };
+    let (source, back) = (place(Store::Sqlite), place(Store::Sqlite));
     let file = transcript(source.dir(), 20);
     source.json(&["mine", file.to_str().unwrap(), "--mode", "convos", "--json"]);
     for args in [
@@ -190,13 +134,13 @@ fn migrate_store_round_trips_a_palace_through_postgres() {
     let original = records(&source);
     assert!(original.len() > 25, "{}", original.len());
 
-    let to_pg = source.json(&["migrate-store", "--from", &source.store(), "--to", &postgres.store(), "--json"]);
+    let to_pg = source.json(&["migrate-store", "--from", &source.location(), "--to", &postgres.location(), "--json"]);
     assert_eq!(to_pg["inserted"].as_u64().unwrap() as usize, original.len(), "{to_pg}");
     assert_eq!(records(&postgres), original, "PostgreSQL holds exactly the same records");
-    let again = source.json(&["migrate-store", "--from", &source.store(), "--to", &postgres.store(), "--json"]);
+    let again = source.json(&["migrate-store", "--from", &source.location(), "--to", &postgres.location(), "--json"]);
     assert_eq!((again["inserted"].as_u64(), again["already_present"].as_u64()), (Some(0), Some(original.len() as u64)));
 
-    source.json(&["migrate-store", "--from", &postgres.store(), "--to", &back.store(), "--json"]);
+    source.json(&["migrate-store", "--from", &postgres.location(), "--to", &back.location(), "--json"]);
     assert_eq!(records(&back), original, "and back to SQLite, byte for byte");
     let hits = back.json(&["search", "gripper force", "--json"]);
     assert!(hits["results"][0]["text"].as_str().unwrap().contains("12.5 N"), "{hits}");
@@ -206,7 +150,7 @@ fn migrate_store_round_trips_a_palace_through_postgres() {
 /// server that is not there or a URL that is not PostgreSQL.
 #[test]
 fn everyday_commands_run_on_postgres() {
-    let Some(place) = Place::postgres() else { return };
+    let Some(place) = postgres() else { return };
     let id = place.run(&["add", "--wing", "demo", "--room", "hello", "mempalace runs on PostgreSQL with pgvector"]);
     assert!(id.status.success(), "{}", String::from_utf8_lossy(&id.stderr));
     let id = String::from_utf8(id.stdout).unwrap().trim().to_string();
@@ -216,10 +160,7 @@ fn everyday_commands_run_on_postgres() {
     assert_eq!(hits["results"][0]["id"].as_str(), Some(id.as_str()), "{hits}");
     assert_eq!(place.json(&["get", &id, "--json"])["wing"], "demo");
     assert_eq!(place.json(&["doctor", "--json"])["healthy"], true);
-    let gone = Place::sqlite();
-    let mut command = gone.command(&["status"]);
-    command.args(["--store", "postgres://nobody:secret@127.0.0.1:9/none"]);
-    let output = command.output().unwrap();
+    let output = place.bare(&["--store", "postgres://nobody:secret@127.0.0.1:9/none", "status"]).output().unwrap();
     assert_eq!(output.status.code(), Some(8), "unavailable");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("cannot reach the palace database") && !stderr.contains("secret"), "{stderr}");

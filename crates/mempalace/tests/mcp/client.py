@@ -2,7 +2,7 @@
 
 Run by crates/mempalace/tests/it/mcp.rs; one scenario per invocation:
 
-    client.py SCENARIO --bin PATH --palace DIR [--url URL] [--token T]
+    client.py SCENARIO --bin PATH (--palace DIR | --store URL) [--url URL] [--token T]
 
 Every call waits for its reply before the next one (the server may answer
 concurrent requests out of order). Prints one line per check and exits
@@ -72,6 +72,11 @@ async def rpc_error(session, name, arguments):
     raise AssertionError(f"{name} {arguments} should have raised; got {result.content[0].text[:300]}")
 
 
+def palace_args(args):
+    """The server's palace: a SQLite palace directory or a PostgreSQL URL."""
+    return ["--store", args.store] if args.store else ["--palace", args.palace]
+
+
 def server_env():
     env = {"HOME": os.environ["TEST_HOME"], "PATH": os.environ.get("PATH", "")}
     for key in ("MEMPALACE_MODEL_DIR", "MEMPALACE_EMBEDDER", "MEMPALACE_LOG", "MEMPALACE_WORKSPACE"):
@@ -83,7 +88,7 @@ def server_env():
 @asynccontextmanager
 async def stdio_session(args, profile="mempalace"):
     params = StdioServerParameters(
-        command=args.bin, args=["--palace", args.palace, "mcp", "serve", "--tools", profile], env=server_env()
+        command=args.bin, args=palace_args(args) + ["mcp", "serve", "--tools", profile], env=server_env()
     )
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
@@ -390,7 +395,9 @@ async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario")
     parser.add_argument("--bin", required=True)
-    parser.add_argument("--palace", required=True)
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--palace")
+    where.add_argument("--store")
     parser.add_argument("--url")
     parser.add_argument("--token")
     args = parser.parse_args()

@@ -1,0 +1,218 @@
+//! The one harness of the binary's tests: a temporary home and palace per
+//! test, on either store — a SQLite palace directory, or a schema of its own
+//! on the test PostgreSQL server — and the real `mempalace` binary run there
+//! with a clean environment (only `HOME`, `PATH` and what the test asks for).
+//!
+//! [`on_both!`] makes a `sqlite::…` and a `postgres::…` test of each
+//! `fn NAME(Store)`, as the engine's tests do, so a command's behaviour is
+//! stated once and both stores must meet it (the `postgres::…` tests exist
+//! in builds with the `postgres` feature, as `--all-features` in
+//! scripts/test.sh). PostgreSQL comes from
+//! `MEMPALACE_TEST_DATABASE_URL` (scripts/test.sh starts a throwaway
+//! cluster); without it those tests fail, unless `MEMPALACE_TEST_POSTGRES=skip`
+//! asks to skip them.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use mempalace_postgres::testing::TestSchema;
+use serde_json::Value;
+
+/// Which store a test's palace lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Store {
+    /// A palace directory (`--palace DIR`, holding `palace.db`).
+    Sqlite,
+    /// A schema of its own on the test server (`--store postgres://…`);
+    /// only in a build with the `postgres` feature.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    Postgres,
+}
+
+/// A temporary home and palace for one test; the palace (directory or
+/// schema) goes away with it.
+pub struct Sandbox {
+    dir: tempfile::TempDir,
+    schema: Option<TestSchema>,
+    envs: Vec<(String, String)>,
+}
+
+impl Sandbox {
+    /// A SQLite palace, no embedding model (the home is empty, so none is found).
+    pub fn new() -> Self {
+        Self::on(Store::Sqlite)
+    }
+
+    /// A fresh palace on `store`, no embedding model. For PostgreSQL the
+    /// test server must be configured (see [`on_both!`]).
+    pub fn on(store: Store) -> Self {
+        let schema = match store {
+            Store::Sqlite => None,
+            Store::Postgres => Some(TestSchema::on_test_server().expect(
+                "a PostgreSQL sandbox needs MEMPALACE_TEST_DATABASE_URL (run the test through on_both!, which skips \
+                 only when MEMPALACE_TEST_POSTGRES=skip)",
+            )),
+        };
+        let sandbox = Self { dir: tempfile::tempdir().expect("tempdir"), schema, envs: Vec::new() };
+        std::fs::create_dir_all(sandbox.home()).expect("home");
+        sandbox
+    }
+
+    /// Uses the static embedding model of `MEMPALACE_MODEL_DIR` (fast in a
+    /// debug build; searches still use vectors).
+    pub fn with_static_model(mut self) -> Self {
+        self.envs.push(("MEMPALACE_EMBEDDER".into(), "static".into()));
+        if let Some(models) = std::env::var_os("MEMPALACE_MODEL_DIR") {
+            self.envs.push(("MEMPALACE_MODEL_DIR".into(), models.to_string_lossy().into_owned()));
+        }
+        self
+    }
+
+    /// The temporary folder of the test (home, palace directory, files).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `$HOME` of the commands.
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    /// The SQLite palace directory (used on SQLite only).
+    pub fn palace(&self) -> PathBuf {
+        self.dir.path().join("palace")
+    }
+
+    /// A path in the test's folder.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The `--store` value naming this palace: the directory or the URL.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub fn location(&self) -> String {
+        match &self.schema {
+            Some(schema) => schema.url.clone(),
+            None => self.palace().display().to_string(),
+        }
+    }
+
+    /// The palace arguments: `--palace DIR` or `--store URL`.
+    pub fn palace_args(&self) -> Vec<String> {
+        match &self.schema {
+            Some(schema) => vec!["--store".into(), schema.url.clone()],
+            None => vec!["--palace".into(), self.palace().display().to_string()],
+        }
+    }
+
+    /// The environment every command of this sandbox gets.
+    pub fn envs(&self) -> Vec<(String, String)> {
+        let mut envs = vec![
+            ("HOME".to_string(), self.home().display().to_string()),
+            ("PATH".to_string(), std::env::var("PATH").unwrap_or_default()),
+        ];
+        envs.extend(self.envs.iter().cloned());
+        envs
+    }
+
+    /// The binary with a clean environment, no palace argument.
+    pub fn bare(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mempalace"));
+        command.env_clear().envs(self.envs()).args(args).stdin(Stdio::null());
+        command
+    }
+
+    /// The binary on this sandbox's palace.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut command = self.bare(&[]);
+        command.args(self.palace_args()).args(args);
+        command
+    }
+
+    /// Runs to the end.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().expect("run mempalace")
+    }
+
+    /// Runs with `stdin` as standard input.
+    pub fn run_with_stdin(&self, args: &[&str], stdin: &[u8]) -> Output {
+        let mut child = self
+            .cmd(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn mempalace");
+        child.stdin.take().expect("stdin").write_all(stdin).expect("write stdin");
+        child.wait_with_output().expect("wait")
+    }
+
+    /// Runs and requires success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let output = self.run(args);
+        assert!(output.status.success(), "mempalace {args:?} failed: {}", text(&output.stderr));
+        text(&output.stdout)
+    }
+
+    /// Runs, requires success, parses stdout as JSON.
+    pub fn json(&self, args: &[&str]) -> Value {
+        let stdout = self.ok(args);
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("mempalace {args:?}: {e}: {stdout}"))
+    }
+
+    /// The palace's drawer count (`status --json`).
+    pub fn total(&self) -> u64 {
+        self.json(&["status", "--json"])["total_drawers"].as_u64().expect("total_drawers")
+    }
+
+    /// `mine PATH --mode convos --json`.
+    pub fn mine(&self, path: &Path) -> Value {
+        self.json(&["mine", path.to_str().expect("UTF-8 path"), "--mode", "convos", "--json"])
+    }
+
+    /// The top three search results.
+    pub fn top(&self, query: &str) -> Value {
+        self.json(&["search", query, "--results", "3", "--json"])["results"].clone()
+    }
+}
+
+/// Bytes as text (lossy).
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The exit code of a process that exited normally.
+pub fn code(output: &Output) -> i32 {
+    output.status.code().expect("exited normally")
+}
+
+/// The model directory prepared by scripts/test.sh (MiniLM and the static model).
+pub fn model_dir() -> PathBuf {
+    let dir = std::env::var_os("MEMPALACE_MODEL_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        panic!("MEMPALACE_MODEL_DIR is not set; run ./scripts/test.sh (it fetches and distills the models)")
+    });
+    assert!(dir.join("all-MiniLM-L6-v2/model.safetensors").is_file(), "no MiniLM under {}", dir.display());
+    dir
+}
+
+/// Makes `sqlite::NAME` and `postgres::NAME` tests of each `fn NAME(Store)`.
+macro_rules! on_both {
+    ($($name:ident),+ $(,)?) => {
+        mod sqlite {
+            $( #[test] fn $name() { super::$name($crate::harness::Store::Sqlite) } )+
+        }
+        #[cfg(feature = "postgres")]
+        mod postgres {
+            $(
+                #[test]
+                fn $name() {
+                    if mempalace_postgres::testing::server().is_some() {
+                        super::$name($crate::harness::Store::Postgres)
+                    }
+                }
+            )+
+        }
+    };
+}
+pub(crate) use on_both;
