@@ -514,7 +514,9 @@ fn search_wake_up_recall_and_inject_from_the_command_line(store: Store) {
         serde_json::from_str(&with_model(&["search", "what force for the robot hand?", "--json"])).unwrap();
     assert_eq!(json["mode"], "hybrid");
     assert_eq!(json["results"][0]["room"], "gripper", "{json}");
-    assert_eq!(json["results"][0]["score"], 1.0);
+    // Scores are absolute evidence in (0, 1), comparable across queries, never forced to 1.0.
+    let score = json["results"][0]["score"].as_f64().unwrap();
+    assert!(score > 0.0 && score < 1.0, "{json}");
     for key in ["id", "wing", "room", "score", "text", "source_file", "filed_at"] {
         assert!(json["results"][0].get(key).is_some(), "{key} missing: {json}");
     }
