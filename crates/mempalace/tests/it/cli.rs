@@ -312,6 +312,15 @@ fn config_file_and_environment_choose_the_palace() {
     assert_eq!(code(&output), 2);
     assert!(text(&output.stderr).contains("unknown key \"palace_pth\""), "{}", text(&output.stderr));
     assert!(!text(&output.stderr).contains("internal error"), "{}", text(&output.stderr));
+
+    // An unreadable log filter stops startup before anything runs, naming the value and a fix.
+    std::fs::remove_file(dot.join("config.json")).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mempalace"));
+    command.env_clear().env("HOME", sandbox.home()).env("MEMPALACE_LOG", "mempalace=loud[");
+    let output = command.args(["init"]).stdin(Stdio::null()).output().unwrap();
+    assert_eq!(code(&output), 2, "{}", text(&output.stderr));
+    assert!(text(&output.stderr).contains("MEMPALACE_LOG=\"mempalace=loud[\""), "{}", text(&output.stderr));
+    assert!(!sandbox.home().join(".mempalace/palace/palace.db").exists(), "nothing ran");
 }
 
 /// SPEC §3, issue 2: four processes each add 500 distinct drawers while a
