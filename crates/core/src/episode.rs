@@ -4,7 +4,9 @@
 //!
 //! Consolidation clusters greedily by Jaccard similarity of word sets
 //! within one category: an item joins the first cluster whose every member
-//! is more similar than the threshold, else starts its own. Categories that
+//! is more similar than the threshold and carries the same specifics
+//! (numbers, names, paths, negation: the rule of [`crate::dedup`]), else
+//! starts its own. Categories that
 //! record hard-won knowledge (constraints, postmortems, gotchas) and
 //! insights already near-certain are never merged.
 
@@ -56,6 +58,13 @@ pub struct Candidate<'a> {
     pub confidence: f64,
 }
 
+/// Whether either text could stand for the other: neither carries a
+/// distinguishing token (number, name, path, negation, …) the other lacks,
+/// so merging them into one representative loses nothing.
+fn interchangeable(a: &str, b: &str) -> bool {
+    crate::dedup::judge(a, b).is_duplicate() && crate::dedup::judge(b, a).is_duplicate()
+}
+
 /// Groups of candidate indexes to merge (each with two or more members),
 /// in input order. Candidates in protected categories or with confidence
 /// at or above [`CONSOLIDATION_MAX_CONFIDENCE`] are left out; with fewer
@@ -75,7 +84,10 @@ pub fn consolidation_groups(candidates: &[Candidate<'_>]) -> Vec<Vec<usize>> {
     for &i in &eligible {
         let home = clusters.iter_mut().find(|cluster| {
             candidates[cluster[0]].category == candidates[i].category
-                && cluster.iter().all(|&j| jaccard(&words[i], &words[j]) > CONSOLIDATION_THRESHOLD)
+                && cluster.iter().all(|&j| {
+                    jaccard(&words[i], &words[j]) > CONSOLIDATION_THRESHOLD
+                        && interchangeable(candidates[i].text, candidates[j].text)
+                })
         });
         match home {
             Some(cluster) => cluster.push(i),
@@ -143,6 +155,17 @@ mod tests {
             c("observation", "grip force of 12.5 N works best on the red cube today"),
         ];
         assert_eq!(consolidation_groups(&items), vec![vec![0, 1, 4]]);
+    }
+
+    #[test]
+    fn insights_with_different_specifics_never_merge() {
+        let items = [
+            c("observation", "grip force 12.5 N works best on the red cube"),
+            c("observation", "grip force 14 N works best on the red cube"),
+            c("observation", "grip force 12.5 N works best on the red cube"),
+            c("observation", "grip force 12.5 N does not work best on the red cube"),
+        ];
+        assert_eq!(consolidation_groups(&items), vec![vec![0, 2]]);
     }
 
     #[test]

@@ -56,6 +56,7 @@ macro_rules! vocabulary {
 pub mod centroid;
 pub mod chunk;
 pub mod classify;
+pub mod dedup;
 pub mod drawer;
 pub mod embedder;
 pub mod episode;

@@ -5,8 +5,11 @@
 //! [`Palace::ingest_batch`] runs the pipeline for several texts at once so
 //! that their chunks share embedding calls (the pool feeds it whatever is
 //! queued). A chunk whose vector is within cosine 0.85 of an existing drawer
-//! of the workspace (or of an earlier chunk of the same batch) is not filed;
-//! the report names the drawer it duplicates. Raw requests skip the noise
+//! of the workspace (or of an earlier chunk of the same batch) and that adds
+//! no distinguishing token to it (a number, date, name, path, … — the rule
+//! of [`mempalace_core::dedup`]) is not filed; the report names the drawer
+//! it duplicates. A resembling chunk that says something new is filed and
+//! joins the other's cluster (`cluster_id`). Raw requests skip the noise
 //! filter, the classifier and dedup: the text is filed verbatim.
 
 use std::sync::Arc;
@@ -14,6 +17,7 @@ use std::sync::mpsc::SyncSender;
 
 use mempalace_core::chunk::chunk_text;
 use mempalace_core::classify::{TierGates, classify, is_noise, pick_tier};
+use mempalace_core::dedup::{Verdict, judge};
 use mempalace_core::extract::KnownNames;
 use mempalace_core::{
     Confidence, Content, Drawer, DrawerId, DrawerState, DrawerTag, Embedding, Hall, Importance, MemoryType,
@@ -24,8 +28,10 @@ use serde_json::{Map, Value};
 use crate::error::{EngineError, EngineResult};
 use crate::palace::Palace;
 
-/// Cosine above which a chunk is a duplicate (seed 0 §10 `AutoIngestDupThreshold`).
-pub const DEDUP_THRESHOLD: f32 = 0.85;
+/// Cosine above which a chunk may be a duplicate (seed 0 §10
+/// `AutoIngestDupThreshold`); it is one only when it also adds no
+/// distinguishing token ([`mempalace_core::dedup`]).
+pub const DEDUP_THRESHOLD: f32 = mempalace_core::dedup::NEAR_DUPLICATE_COSINE;
 /// Longest text one request may carry (it is chunked into drawers).
 pub const MAX_INPUT_CHARS: usize = 1_000_000;
 
@@ -106,13 +112,44 @@ pub enum ChunkOutcome {
     Filed(DrawerId),
     /// The same text was already filed in the same place.
     AlreadyFiled(DrawerId),
-    /// A near-duplicate (cosine above 0.85) of an existing drawer.
+    /// A near-duplicate of an existing drawer that adds nothing to it
+    /// (cosine above 0.85 and no distinguishing token the drawer lacks):
+    /// not filed.
     Duplicate {
         /// The existing drawer.
         existing: DrawerId,
         /// Their cosine similarity.
         similarity: f32,
     },
+    /// Filed as a new drawer although it resembles an existing one (cosine
+    /// above 0.85), because it says something the other does not; linked
+    /// to it by `cluster_id` so the cold path can decide supersede or keep.
+    FiledNear {
+        /// The new drawer.
+        id: DrawerId,
+        /// The drawer it resembles most.
+        near: DrawerId,
+        /// Their cosine similarity.
+        similarity: f32,
+        /// The distinguishing tokens the other drawer lacks.
+        differs: Vec<String>,
+    },
+}
+
+impl ChunkOutcome {
+    /// The drawer that holds this chunk's text: the new one, or the one it
+    /// duplicates.
+    pub fn drawer_id(&self) -> &DrawerId {
+        match self {
+            ChunkOutcome::Filed(id) | ChunkOutcome::AlreadyFiled(id) | ChunkOutcome::FiledNear { id, .. } => id,
+            ChunkOutcome::Duplicate { existing, .. } => existing,
+        }
+    }
+
+    /// Whether a new drawer was stored.
+    pub fn is_new(&self) -> bool {
+        matches!(self, ChunkOutcome::Filed(_) | ChunkOutcome::FiledNear { .. })
+    }
 }
 
 /// What happened to one request.
@@ -129,13 +166,7 @@ pub struct IngestReport {
 impl IngestReport {
     /// Ids of drawers filed or found, in chunk order.
     pub fn drawer_ids(&self) -> Vec<&DrawerId> {
-        self.chunks
-            .iter()
-            .map(|chunk| match chunk {
-                ChunkOutcome::Filed(id) | ChunkOutcome::AlreadyFiled(id) => id,
-                ChunkOutcome::Duplicate { existing, .. } => existing,
-            })
-            .collect()
+        self.chunks.iter().map(ChunkOutcome::drawer_id).collect()
     }
 }
 
@@ -295,11 +326,7 @@ impl Palace {
         if !request.raw && is_noise(&request.text) {
             return Ok(None);
         }
-        let chunks = if request.raw && length <= Content::MAX_CHARS {
-            vec![request.text.clone()]
-        } else {
-            chunk_text(&request.text)
-        };
+        let chunks = chunk_texts(&request);
         let total = chunks.len();
         let mut out = Vec::with_capacity(total);
         for (chunk_index, text) in chunks.into_iter().enumerate() {
@@ -396,53 +423,38 @@ impl Palace {
         let embedded = self.embed_texts(&texts)?;
         let mut vectors = embedded.vectors.into_iter();
 
-        let mut accepted: Vec<(DrawerId, Vec<f32>)> = Vec::new();
+        // Chunks of this batch already accepted, for dedup within the batch.
+        let mut accepted: Vec<(DrawerId, Vec<f32>, String)> = Vec::new();
         let mut to_file: Vec<(usize, Drawer)> = Vec::new();
         let extractions: Vec<Option<mempalace_core::extract::Extraction>> =
             pending.iter_mut().map(|p| p.extraction.take()).collect();
         let mut outcomes: Vec<Option<ChunkOutcome>> = vec![None; pending.len()];
+        let mut nears: Vec<Option<Near>> = vec![None; pending.len()];
         for (position, item) in pending.iter_mut().enumerate() {
             if existing.contains(&item.drawer.id) {
                 outcomes[position] = Some(ChunkOutcome::AlreadyFiled(item.drawer.id.clone()));
                 continue;
             }
             let vector = vectors.next().flatten();
+            let mut near: Option<Near> = None;
             if let (Some(vector), false, Some(model)) = (&vector, item.raw, embedded.model.as_deref()) {
-                // Near-duplicates among the drawers the new one's owner sees.
-                let scope = mempalace_store::DrawerFilter {
-                    viewer: item.drawer.owner_user_id.clone(),
-                    ..mempalace_store::DrawerFilter::default()
-                };
-                let mut best: Option<(DrawerId, f32)> = self
-                    .nearest(model, vector, &scope, 1)?
-                    .into_iter()
-                    .next()
-                    .filter(|(_, similarity)| *similarity > DEDUP_THRESHOLD);
-                for (id, other) in &accepted {
-                    let similarity = mempalace_core::vector::cosine(vector, other);
-                    if similarity > DEDUP_THRESHOLD && best.as_ref().is_none_or(|(_, s)| similarity > *s) {
-                        best = Some((id.clone(), similarity));
-                    }
-                }
-                if let Some((existing_id, approximate)) = best {
-                    // The index is quantised; confirm with the stored vector.
-                    let exact = self.exact_similarity(
-                        &existing_id,
-                        vector,
-                        embedded.model.as_deref(),
-                        item.drawer.owner_user_id.as_deref(),
-                        approximate,
-                    );
-                    if exact > DEDUP_THRESHOLD {
-                        outcomes[position] = Some(ChunkOutcome::Duplicate { existing: existing_id, similarity: exact });
+                match self.near_duplicates(&item.drawer, vector, model, &accepted)? {
+                    Resemblance::Duplicate { existing, similarity } => {
+                        outcomes[position] = Some(ChunkOutcome::Duplicate { existing, similarity });
                         continue;
                     }
+                    Resemblance::Near(found) => near = Some(found),
+                    Resemblance::None => {}
                 }
+            }
+            if let Some(near) = &near {
+                item.drawer.cluster_id = Some(near.cluster.clone());
             }
             if let (Some(model), Some(vector)) = (&embedded.model, vector) {
                 item.drawer.embedding = Some(Embedding { model: model.clone(), vector: vector.clone() });
-                accepted.push((item.drawer.id.clone(), vector));
+                accepted.push((item.drawer.id.clone(), vector, item.drawer.content.as_str().to_string()));
             }
+            nears[position] = near;
             to_file.push((position, item.drawer.clone()));
         }
         let drawers: Vec<Drawer> = to_file.iter().map(|(_, d)| d.clone()).collect();
@@ -450,10 +462,7 @@ impl Palace {
             Some(old) => {
                 let mut kept: std::collections::HashSet<&DrawerId> = drawers.iter().map(|d| &d.id).collect();
                 for outcome in outcomes.iter().flatten() {
-                    match outcome {
-                        ChunkOutcome::Filed(id) | ChunkOutcome::AlreadyFiled(id) => kept.insert(id),
-                        ChunkOutcome::Duplicate { existing, .. } => kept.insert(existing),
-                    };
+                    kept.insert(outcome.drawer_id());
                 }
                 let stale: Vec<DrawerId> = old.iter().filter(|id| !kept.contains(id)).cloned().collect();
                 let (results, count) = self.store().put_and_remove_drawers(self.workspace(), &drawers, &stale)?;
@@ -479,7 +488,15 @@ impl Palace {
                         memory_type: drawer.memory_type,
                         state: drawer.state,
                     });
-                    ChunkOutcome::Filed(drawer.id)
+                    match nears[position].take() {
+                        Some(near) => ChunkOutcome::FiledNear {
+                            id: drawer.id,
+                            near: near.id,
+                            similarity: near.similarity,
+                            differs: near.differs,
+                        },
+                        None => ChunkOutcome::Filed(drawer.id),
+                    }
                 }
                 mempalace_store::PutOutcome::Existing => ChunkOutcome::AlreadyFiled(drawer.id),
             });
@@ -493,25 +510,116 @@ impl Palace {
         Ok(())
     }
 
-    /// The similarity to a stored drawer, from its stored vector (the
-    /// index's `approximate` when it has none of `model`); 0 for another
-    /// user's private drawer, which a new drawer of `owner` never duplicates.
-    fn exact_similarity(
+    /// How a new drawer relates to the drawers its owner sees and to the
+    /// chunks of its batch accepted so far: the rule of
+    /// [`mempalace_core::dedup`] applied to every candidate above the
+    /// cosine threshold, most similar first.
+    fn near_duplicates(
+        &self,
+        drawer: &Drawer,
+        vector: &[f32],
+        model: &str,
+        accepted: &[(DrawerId, Vec<f32>, String)],
+    ) -> EngineResult<Resemblance> {
+        let scope = mempalace_store::DrawerFilter {
+            viewer: drawer.owner_user_id.clone(),
+            ..mempalace_store::DrawerFilter::default()
+        };
+        let mut candidates: Vec<(DrawerId, f32, Option<String>)> = self
+            .nearest(model, vector, &scope, NEAR_CANDIDATES)?
+            .into_iter()
+            .filter(|(_, similarity)| *similarity > DEDUP_THRESHOLD - INDEX_SLACK)
+            .map(|(id, similarity)| (id, similarity, None))
+            .collect();
+        for (id, other, text) in accepted {
+            let similarity = vector::cosine(vector, other);
+            if similarity > DEDUP_THRESHOLD {
+                candidates.push((id.clone(), similarity, Some(text.clone())));
+            }
+        }
+        let mut near: Vec<(DrawerId, f32, String, Option<DrawerId>)> = Vec::new();
+        for (id, approximate, text) in candidates {
+            let (similarity, text, cluster) = match text {
+                Some(text) => (approximate, text, None),
+                // The index is quantised; confirm with the stored vector.
+                None => match self.stored_similarity(&id, vector, model, drawer.owner_user_id.as_deref())? {
+                    Some(found) => found,
+                    None => continue,
+                },
+            };
+            if similarity > DEDUP_THRESHOLD {
+                near.push((id, similarity, text, cluster));
+            }
+        }
+        near.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let mut closest: Option<Near> = None;
+        for (id, similarity, text, cluster) in near {
+            match judge(drawer.content.as_str(), &text) {
+                Verdict::Duplicate => return Ok(Resemblance::Duplicate { existing: id, similarity }),
+                Verdict::Distinct(differs) => {
+                    if closest.is_none() {
+                        let cluster = cluster.unwrap_or_else(|| id.clone());
+                        closest = Some(Near { id, similarity, differs, cluster });
+                    }
+                }
+            }
+        }
+        Ok(closest.map_or(Resemblance::None, Resemblance::Near))
+    }
+
+    /// A stored drawer's similarity to `vector` (from its stored vector of
+    /// `model`), its text and its cluster; `None` for a drawer that is gone,
+    /// has no vector of the model, or is another user's private drawer
+    /// (which a new drawer of `owner` never duplicates).
+    fn stored_similarity(
         &self,
         id: &DrawerId,
         vector: &[f32],
-        model: Option<&str>,
+        model: &str,
         owner: Option<&str>,
-        approximate: f32,
-    ) -> f32 {
-        let Some(drawer) = self.store().drawer(self.workspace(), id).ok().flatten() else { return approximate };
+    ) -> EngineResult<Option<(f32, String, Option<DrawerId>)>> {
+        let Some(drawer) = self.store().drawer(self.workspace(), id)? else { return Ok(None) };
         if drawer.owner_user_id.is_some() && drawer.owner_user_id.as_deref() != owner {
-            return 0.0;
+            return Ok(None);
         }
-        drawer
-            .embedding
-            .filter(|embedding| Some(embedding.model.as_str()) == model)
-            .map_or(approximate, |embedding| vector::cosine(vector, &embedding.vector))
+        let Some(embedding) = drawer.embedding.filter(|e| e.model == model) else { return Ok(None) };
+        Ok(Some((vector::cosine(vector, &embedding.vector), drawer.content.as_str().to_string(), drawer.cluster_id)))
+    }
+}
+
+/// How many nearest drawers the dedup check reads.
+const NEAR_CANDIDATES: usize = 5;
+/// How far below the threshold an index similarity (int8-quantised) may be
+/// and still be confirmed against the stored vector.
+const INDEX_SLACK: f32 = 0.02;
+
+/// A resembling drawer that does not make the new one a duplicate.
+#[derive(Debug, Clone)]
+struct Near {
+    id: DrawerId,
+    similarity: f32,
+    differs: Vec<String>,
+    /// The cluster the new drawer joins: the other's, else the other itself.
+    cluster: DrawerId,
+}
+
+/// What the dedup check found.
+enum Resemblance {
+    /// Nothing above the threshold.
+    None,
+    /// A drawer the new one adds nothing to.
+    Duplicate { existing: DrawerId, similarity: f32 },
+    /// Resembling drawers, none of which it duplicates; the closest.
+    Near(Near),
+}
+
+/// The texts of the drawers a request files: verbatim text up to
+/// [`Content::MAX_CHARS`] as one, anything else cut into chunks.
+pub(crate) fn chunk_texts(request: &IngestRequest) -> Vec<String> {
+    if request.raw && request.text.chars().count() <= Content::MAX_CHARS {
+        vec![request.text.clone()]
+    } else {
+        chunk_text(&request.text)
     }
 }
 

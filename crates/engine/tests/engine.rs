@@ -323,6 +323,107 @@ fn dedup_skips_the_same_text_and_near_paraphrases(backend: Backend) {
     assert!(matches!(outcomes[1], ChunkOutcome::Duplicate { .. }), "{outcomes:?}");
 }
 
+/// Issue 23: facts that differ only in a number, a name or a date are
+/// filed, each; the near neighbour is linked by `cluster_id`; a reformatted
+/// copy is still not filed.
+fn distinct_facts_survive_dedup_and_repeats_do_not(backend: Backend) {
+    let (_dir, palace) = palace(backend, Some(minilm()));
+    let mut ids = Vec::new();
+    for n in 1..=3 {
+        let text = format!("client 1 fact {n}: the valve {} was replaced on shift {n}", 100 + n);
+        let report = palace.ingest(request("plant", "maintenance", &text)).unwrap();
+        assert!(report.chunks[0].is_new(), "{text} was not filed: {:?}", report.chunks);
+        ids.push(report.chunks[0].drawer_id().clone());
+    }
+    // The second and third resemble the first and are linked to its cluster.
+    let second = palace.drawer(&ids[1]).unwrap();
+    assert_eq!(second.cluster_id.as_ref(), Some(&ids[0]), "{second:?}");
+    assert_eq!(palace.drawer(&ids[2]).unwrap().cluster_id.as_ref(), Some(&ids[0]));
+    let reformatted =
+        palace.ingest(request("plant", "shifts", "Client 1 fact 2 -- the valve 102 was replaced on shift 2!")).unwrap();
+    match &reformatted.chunks[0] {
+        ChunkOutcome::Duplicate { existing, .. } => assert_eq!(existing, &ids[1]),
+        other => panic!("a reformatted copy was filed: {other:?}"),
+    }
+    for (text, differs) in [
+        ("Alice approved the travel budget for the robotics conference.", ""),
+        ("Bob approved the travel budget for the robotics conference.", "bob"),
+        ("Alice approved the travel budget for the robotics conference on 2025-03-14.", "2025-03-14"),
+        ("Alice did not approve the travel budget for the robotics conference.", "not"),
+    ] {
+        let report = palace.ingest(request("office", "budget", text)).unwrap();
+        match &report.chunks[0] {
+            // Filed alone when the model places it below the threshold.
+            ChunkOutcome::Filed(_) => {}
+            ChunkOutcome::FiledNear { differs: found, .. } => {
+                assert!(!differs.is_empty() && found.contains(&differs.to_string()), "{text}: {found:?}")
+            }
+            other => panic!("{text} was not filed: {other:?}"),
+        }
+    }
+    assert_eq!(palace.status().unwrap().taxonomy.total_drawers, 7);
+}
+
+/// Issue 23: the duplicate decision (cosine above 0.85 with MiniLM and no
+/// distinguishing token) on labelled pairs: `dedup_pairs.json`, written
+/// with the rule, and `dedup_pairs_holdout.json`, written independently of
+/// it. No distinct fact of the first set is lost, and repeats are still
+/// caught; both sets print precision and recall of the decision next to the
+/// cosine-only rule it replaced.
+#[test]
+fn the_duplicate_decision_on_labelled_pairs() {
+    let (precision, recall) = duplicate_decisions("dedup_pairs.json");
+    assert!(precision >= 0.95, "distinct facts judged duplicates (precision {precision:.3})");
+    assert!(recall >= 0.6, "too few repeats caught: recall {recall:.3}");
+    let (precision, recall) = duplicate_decisions("dedup_pairs_holdout.json");
+    assert!(precision >= 0.85, "held-out pairs: duplicate precision {precision:.3}");
+    assert!(recall >= 0.5, "held-out pairs: duplicate recall {recall:.3}");
+}
+
+/// Precision and recall of the duplicate decision on one labelled file
+/// (a duplicate is the positive class).
+fn duplicate_decisions(file: &str) -> (f64, f64) {
+    use mempalace_core::dedup::{NEAR_DUPLICATE_COSINE, judge};
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(file);
+    let data: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let model = minilm();
+    let (mut ours, mut cosine_only) = ([0usize; 4], [0usize; 4]); // tp, fp, fn, tn
+    for pair in data["pairs"].as_array().unwrap() {
+        let (existing, new) = (pair["existing"].as_str().unwrap(), pair["new"].as_str().unwrap());
+        let duplicate = pair["label"] == "duplicate";
+        let vectors = model.embed_batch(&[existing, new]).unwrap();
+        let similarity = mempalace_core::vector::cosine(&vectors[0], &vectors[1]);
+        let near = similarity > NEAR_DUPLICATE_COSINE;
+        let verdict = judge(new, existing);
+        let decided = near && verdict.is_duplicate();
+        let cell = |decided: bool| match (decided, duplicate) {
+            (true, true) => 0,
+            (true, false) => 1,
+            (false, true) => 2,
+            (false, false) => 3,
+        };
+        ours[cell(decided)] += 1;
+        cosine_only[cell(near)] += 1;
+        if decided && !duplicate {
+            eprintln!("{file}: lost {new:?} (cosine {similarity:.3} to {existing:?})");
+        }
+        if duplicate && !decided {
+            eprintln!("{file}: kept a repeat {new:?} (cosine {similarity:.3}, {verdict:?})");
+        }
+    }
+    let report = |name: &str, m: [usize; 4]| {
+        let precision = m[0] as f64 / (m[0] + m[1]).max(1) as f64;
+        let recall = m[0] as f64 / (m[0] + m[2]).max(1) as f64;
+        eprintln!(
+            "{file}: {name}: duplicate precision {precision:.3}, recall {recall:.3} (tp {} fp {} fn {} tn {})",
+            m[0], m[1], m[2], m[3]
+        );
+        (precision, recall)
+    };
+    report("cosine > 0.85 only (before)", cosine_only);
+    report("cosine > 0.85 and no distinguishing token", ours)
+}
+
 fn noise_is_dropped_long_text_is_chunked_and_raw_text_is_verbatim(backend: Backend) {
     let (_dir, palace) = palace(backend, Some(static_model()));
     assert!(palace.ingest(request("w", "r", "thanks!")).unwrap().noise);
@@ -518,6 +619,7 @@ on_both!(
     meaning_beats_stray_keywords_and_exact_tokens_still_win,
     exact_codes_win_through_bm25_even_with_a_useless_embedder,
     dedup_skips_the_same_text_and_near_paraphrases,
+    distinct_facts_survive_dedup_and_repeats_do_not,
     noise_is_dropped_long_text_is_chunked_and_raw_text_is_verbatim,
     a_full_queue_drops_and_counts_without_blocking_and_shutdown_drains,
     the_pool_batches_embedding_calls_across_queued_work,

@@ -251,19 +251,24 @@ fn check_duplicate(backend: &Backend, p: CheckDuplicate) -> ToolResult {
     let text = required_text("content", &p.content)?;
     let threshold = within("threshold", p.threshold.unwrap_or(0.9), 0.0, 1.0)?;
     let palace = backend.embedding_palace();
-    let duplicates: Vec<Value> = palace
-        .similar(text, 5)?
-        .into_iter()
-        .filter(|(_, s)| f64::from(*s) >= threshold)
-        .map(|(d, s)| {
-            json!({
-                "id": d.id.as_str(), "wing": d.wing.as_str(), "room": d.room.as_str(),
-                "content": preview(d.content.as_str(), 200), "memory_type": d.memory_type.map(|t| t.as_str()),
-                "importance": d.importance.get(), "similarity": round(f64::from(s), 4), "filed_at": ts(&d.filed_at),
-            })
-        })
-        .collect();
-    let mut value = json!({"has_duplicate": !duplicates.is_empty(), "duplicates": duplicates});
+    // Resembling drawers the text adds something to are listed apart: it is
+    // a new fact, not a duplicate (the rule filing uses).
+    let (mut duplicates, mut similar) = (Vec::new(), Vec::new());
+    for (d, s) in palace.similar(text, 5)?.into_iter().filter(|(_, s)| f64::from(*s) >= threshold) {
+        let mut entry = json!({
+            "id": d.id.as_str(), "wing": d.wing.as_str(), "room": d.room.as_str(),
+            "content": preview(d.content.as_str(), 200), "memory_type": d.memory_type.map(|t| t.as_str()),
+            "importance": d.importance.get(), "similarity": round(f64::from(s), 4), "filed_at": ts(&d.filed_at),
+        });
+        match mempalace_core::dedup::judge(text, d.content.as_str()) {
+            mempalace_core::dedup::Verdict::Duplicate => duplicates.push(entry),
+            mempalace_core::dedup::Verdict::Distinct(differs) => {
+                entry["differs"] = json!(differs);
+                similar.push(entry);
+            }
+        }
+    }
+    let mut value = json!({"has_duplicate": !duplicates.is_empty(), "duplicates": duplicates, "similar": similar});
     if palace.embedder().is_none() {
         value["degraded_reason"] = json!("no embedding model is available; similarity cannot be checked");
     }
@@ -331,6 +336,9 @@ fn add_drawer(backend: &Backend, p: AddDrawer) -> ToolResult {
     };
     let (id, info) = match first {
         ChunkOutcome::Filed(id) => (id.clone(), "drawer added"),
+        ChunkOutcome::FiledNear { id, .. } => {
+            (id.clone(), "drawer added beside a similar one it adds to (linked by cluster_id)")
+        }
         ChunkOutcome::AlreadyFiled(id) => (id.clone(), "drawer already present"),
         ChunkOutcome::Duplicate { existing, .. } => {
             (existing.clone(), "near-duplicate of an existing drawer; not filed")

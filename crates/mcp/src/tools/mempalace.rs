@@ -6,6 +6,7 @@
 //! that does not exist) come back in MemPalace's `{"error": …}` or
 //! `{"success": false, "error": …}` shapes, flagged `isError`.
 
+use mempalace_core::dedup::{Verdict, judge};
 use mempalace_core::query::sanitize_query;
 use mempalace_core::time::DayEdge;
 use mempalace_core::tunnel::Place;
@@ -689,18 +690,27 @@ fn check_duplicate(backend: &Backend, p: CheckDuplicate) -> ToolResult {
             "hint": "duplicate detection needs vectors; run `mempalace model fetch`, then `mempalace reembed`",
         }));
     }
+    // A match is a duplicate only when the text adds nothing to it (the
+    // same rule as filing: a changed number, name or path is a new fact).
+    let mut is_duplicate = false;
     let matches: Vec<Value> = palace
         .similar(text, 5)?
         .into_iter()
         .filter(|(_, similarity)| f64::from(*similarity) >= threshold)
         .map(|(d, similarity)| {
+            let differs = match judge(text, d.content.as_str()) {
+                Verdict::Duplicate => Vec::new(),
+                Verdict::Distinct(differs) => differs,
+            };
+            is_duplicate |= differs.is_empty();
             json!({
                 "id": d.id.as_str(), "wing": d.wing.as_str(), "room": d.room.as_str(),
                 "similarity": round(f64::from(similarity), 3), "content": preview(d.content.as_str(), 200),
+                "adds_nothing": differs.is_empty(), "differs": differs,
             })
         })
         .collect();
-    Ok(json!({"is_duplicate": !matches.is_empty(), "matches": matches}))
+    Ok(json!({"is_duplicate": is_duplicate, "matches": matches}))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -733,16 +743,9 @@ fn add_drawer(backend: &Backend, p: AddDrawer) -> ToolResult {
             "error": "the content looks like tool output or chatter, not something to remember; nothing was filed",
         }));
     }
-    let ids: Vec<String> = report
-        .chunks
-        .iter()
-        .map(|c| match c {
-            ChunkOutcome::Filed(id) | ChunkOutcome::AlreadyFiled(id) => id.to_string(),
-            ChunkOutcome::Duplicate { existing, .. } => existing.to_string(),
-        })
-        .collect();
+    let ids: Vec<String> = report.chunks.iter().map(|c| c.drawer_id().to_string()).collect();
     let first = ids.first().cloned().unwrap_or_default();
-    if report.chunks.iter().all(|c| !matches!(c, ChunkOutcome::Filed(_))) {
+    if !report.chunks.iter().any(ChunkOutcome::is_new) {
         let similarity = report.chunks.iter().find_map(|c| match c {
             ChunkOutcome::Duplicate { similarity, .. } => Some(round(f64::from(*similarity), 3)),
             _ => None,

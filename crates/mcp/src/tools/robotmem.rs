@@ -124,16 +124,22 @@ fn learn(backend: &Backend, p: Learn) -> ToolResult {
     }
     let learned = palace.learn(insight, &collection, Some(&context), session)?;
     match learned.report.chunks.first() {
-        Some(ChunkOutcome::Filed(id)) => {
+        Some(outcome @ (ChunkOutcome::Filed(id) | ChunkOutcome::FiledNear { id, .. })) => {
             let analysis = analyze(insight);
-            Ok(json!({
+            let mut value = json!({
                 "status": "created",
                 "memory_id": id.as_str(),
                 "auto_inferred": {
                     "category": learned.category, "confidence": learned.confidence, "tags": learned.tags,
                     "scope_files": analysis.scope_files, "scope_entities": analysis.scope_entities,
                 },
-            }))
+            });
+            if let ChunkOutcome::FiledNear { near, similarity, differs, .. } = outcome {
+                value["similar_to"] = json!({
+                    "memory_id": near.as_str(), "similarity": round(f64::from(*similarity), 3), "differs": differs,
+                });
+            }
+            Ok(value)
         }
         Some(ChunkOutcome::AlreadyFiled(id)) => {
             Ok(json!({"status": "duplicate", "method": "exact", "existing_id": id.as_str(), "similarity": 1.0}))
@@ -300,8 +306,7 @@ fn save_perception(backend: &Backend, p: SavePerception) -> ToolResult {
         Some(Perception { perception_type: kind, data: p.data.map(String::into_bytes), metadata: p.metadata });
     let report = palace.ingest(request)?;
     let id = match report.chunks.first() {
-        Some(ChunkOutcome::Filed(id) | ChunkOutcome::AlreadyFiled(id)) => id.clone(),
-        Some(ChunkOutcome::Duplicate { existing, .. }) => existing.clone(),
+        Some(outcome) => outcome.drawer_id().clone(),
         None => return Err(failure("nothing was filed")),
     };
     Ok(json!({

@@ -126,6 +126,9 @@ pub fn add(palace: &Palace, args: AddArgs) -> Result<()> {
                 }
                 ChunkOutcome::Duplicate { existing, similarity } => serde_json::json!({
                     "drawer_id": existing.as_str(), "outcome": "duplicate", "similarity": similarity}),
+                ChunkOutcome::FiledNear { id, near, similarity, differs } => serde_json::json!({
+                    "drawer_id": id.as_str(), "outcome": "filed", "near": near.as_str(),
+                    "similarity": similarity, "differs": differs}),
             })
             .collect();
         let ids: Vec<&str> = report.drawer_ids().iter().map(|id| id.as_str()).collect();
@@ -140,9 +143,13 @@ pub fn add(palace: &Palace, args: AddArgs) -> Result<()> {
             }
             ChunkOutcome::Duplicate { existing, similarity } => {
                 output::note(format!(
-                    "not filed again: a near-duplicate (cosine {similarity:.2}) of an existing drawer"
+                    "not filed again: it repeats an existing drawer (cosine {similarity:.2}) and adds nothing to it"
                 ));
                 output::line(existing.as_str())?;
+            }
+            ChunkOutcome::FiledNear { id, near, similarity, differs } => {
+                tracing::info!(%near, similarity, ?differs, "filed beside a similar drawer it adds to");
+                output::line(id.as_str())?;
             }
         }
     }

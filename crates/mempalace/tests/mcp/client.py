@@ -159,6 +159,10 @@ async def round_trips(session):
     dup = await call(session, "mempalace_check_duplicate", {
         "content": "We switched the Crawbl backend from MySQL to PostgreSQL on 2025-01-15 because we needed JSONB."})
     check(dup["is_duplicate"] and dup["matches"][0]["id"] == drawer_id, "check_duplicate finds the copy", dup)
+    other_day = await call(session, "mempalace_check_duplicate", {
+        "content": "We switched the Crawbl backend from MySQL to PostgreSQL on 2025-02-20 because we needed JSONB."})
+    check(not other_day["is_duplicate"] and "2025-02-20" in other_day["matches"][0]["differs"],
+          "check_duplicate: another date is a new fact, not a duplicate", other_day)
 
     got = await call(session, "mempalace_get_drawer", {"drawer_id": drawer_id})
     check(got["content"].startswith("We switched") and got["metadata"]["wing"] == "crawbl", "get_drawer", got)
@@ -227,6 +231,19 @@ async def round_trips(session):
     check(gone == {"error": f"Drawer not found: {drawer_id}"}, "a deleted drawer is gone", gone)
     gone = await call_error(session, "mempalace_delete_drawer", {"drawer_id": drawer_id})
     check(gone["success"] is False, "deleting it again is reported", gone)
+
+    # Maintenance facts that differ in a number are each filed (issue 23).
+    valves = set()
+    for n in range(1, 21):
+        filed = await call(session, "mempalace_add_drawer", {
+            "wing": "plant", "room": "maintenance",
+            "content": f"client 1 fact {n}: the valve {100 + n} was replaced on shift {n}"})
+        check(filed["success"] and "reason" not in filed, f"maintenance fact {n} is filed", filed)
+        valves.add(filed["drawer_id"])
+    check(len(valves) == 20, "twenty facts, twenty drawers", len(valves))
+    repeat = await call(session, "mempalace_add_drawer", {
+        "wing": "plant", "room": "shifts", "content": "Client 1, fact 7: the valve 107 was replaced on shift 7."})
+    check(repeat.get("reason") == "already_exists" and repeat["drawer_id"] in valves, "a reformatted repeat is not", repeat)
 
     await errors(session)
 
@@ -354,6 +371,22 @@ INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "par
     "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}).encode()
 
 
+def capture_sdk_warnings():
+    """Collects the warnings the MCP SDK logs (a list that fills as they come)."""
+    import logging
+
+    collected = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            collected.append(record.getMessage())
+
+    logger = logging.getLogger("mcp")
+    logger.addHandler(Collect(level=logging.WARNING))
+    logger.setLevel(logging.WARNING)
+    return collected
+
+
 def raw_post(url, headers):
     """POSTs an initialize request; returns (status, headers)."""
     import urllib.error
@@ -405,8 +438,12 @@ async def main():
         async with stdio_session(args) as session:
             await round_trips(session)
     elif args.scenario == "http":
+        warnings = capture_sdk_warnings()
         async with http_session(args.url, args.token) as session:
             await round_trips(session)
+        # Closing the session sends HTTP DELETE; the SDK warns unless the
+        # server answers 200 or 204.
+        check(not warnings, "the session closes without SDK warnings", warnings)
     elif args.scenario == "http-unauthorized":
         await unauthorized(args.url)
     elif args.scenario == "http-guards":
