@@ -100,7 +100,23 @@ pub fn router(server: McpServer, options: &HttpOptions) -> Result<Router, HttpEr
     let service =
         StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
     let token = Arc::new(options.token.clone());
-    Ok(Router::new().nest_service("/mcp", service).layer(middleware::from_fn_with_state(token, authorize)))
+    Ok(Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn(session_closed))
+        .layer(middleware::from_fn_with_state(token, authorize)))
+}
+
+/// A closed session (HTTP `DELETE`) is answered `204 No Content`: the SDK
+/// answers 202, which clients (the official Python SDK among them) log as
+/// a failed termination, since the transport spec expects 200 or 204.
+async fn session_closed(request: Request, next: Next) -> Response {
+    let delete = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if delete && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+        *response.body_mut() = axum::body::Body::empty();
+    }
+    response
 }
 
 async fn authorize(State(token): State<Arc<Option<Token>>>, request: Request, next: Next) -> Response {

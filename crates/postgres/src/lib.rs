@@ -80,11 +80,35 @@ pub struct PgStore {
     // close while the runtime that drives them still runs.
     job_locks: Mutex<HashMap<String, deadpool_postgres::Object>>,
     pool: Pool,
-    runtime: tokio::runtime::Runtime,
+    runtime: StoreRuntime,
     location: String,
     options: PgOptions,
     /// Embedding models whose HNSW index is known to exist.
     vector_indexes: Mutex<HashSet<String>>,
+}
+
+/// The store's own runtime. Dropped inside another runtime's context (a
+/// server whose last handle on the store goes away in an async task), it
+/// shuts down in the background instead of blocking, which tokio forbids
+/// there.
+struct StoreRuntime(Option<tokio::runtime::Runtime>);
+
+impl StoreRuntime {
+    fn get(&self) -> &tokio::runtime::Runtime {
+        self.0.as_ref().expect("the runtime lives until the store is dropped")
+    }
+}
+
+impl Drop for StoreRuntime {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                runtime.shutdown_background();
+            } else {
+                drop(runtime);
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for PgStore {
@@ -131,7 +155,7 @@ impl PgStore {
         let store = Self {
             job_locks: Mutex::new(HashMap::new()),
             pool,
-            runtime,
+            runtime: StoreRuntime(Some(runtime)),
             location,
             options,
             vector_indexes: Mutex::new(HashSet::new()),
@@ -150,7 +174,7 @@ impl PgStore {
 
     /// Runs a future on the store's runtime, blocking this thread.
     fn run<T>(&self, future: impl Future<Output = StoreResult<T>>) -> StoreResult<T> {
-        self.runtime.block_on(future)
+        self.runtime.get().block_on(future)
     }
 
     /// A pooled connection.
