@@ -13,7 +13,7 @@ use mempalace_core::{Confidence, Content, ContentHash, Drawer, DrawerId, Embeddi
 use serde_json::{Map, Value};
 
 use crate::error::{EngineError, EngineResult};
-use crate::ingest::{ChunkOutcome, IngestRequest};
+use crate::ingest::IngestRequest;
 use crate::palace::Palace;
 
 /// Room every diary entry is filed in.
@@ -209,9 +209,8 @@ impl Palace {
         context.extend(entry.context);
         request.context = context;
         let report = self.ingest(request)?;
-        match report.chunks.into_iter().next() {
-            Some(ChunkOutcome::Filed(id) | ChunkOutcome::AlreadyFiled(id)) => Ok(id),
-            Some(ChunkOutcome::Duplicate { existing, .. }) => Ok(existing),
+        match report.chunks.first() {
+            Some(outcome) => Ok(outcome.drawer_id().clone()),
             None => Err(EngineError::Unavailable("the diary entry was empty after cleaning".into())),
         }
     }
@@ -449,6 +448,35 @@ impl Palace {
         self.file_requests(requests, &reread.iter().cloned().collect())
     }
 
+    /// What [`Palace::file_source`] would do with `requests` — drawers new,
+    /// unchanged and removed — without writing anything (a dry run). Exact
+    /// for verbatim (`raw`) requests, which is what the miners file; other
+    /// requests are counted as if every chunk were filed, since their noise
+    /// and duplicate checks need the embedder.
+    pub fn plan_source(&self, source_file: &str, requests: &[IngestRequest]) -> EngineResult<SourceFiling> {
+        let filter = mempalace_store::DrawerFilter { source_file: Some(source_file.to_string()), ..Default::default() };
+        let before: HashSet<DrawerId> = self.store().filtered_ids(self.workspace(), &filter)?.into_iter().collect();
+        let mut ids: Vec<DrawerId> = Vec::new();
+        let mut seen: HashSet<DrawerId> = HashSet::new();
+        for request in requests {
+            for text in crate::ingest::chunk_texts(request) {
+                let content = mempalace_core::Content::parse(text)?;
+                let id = mempalace_core::id::drawer_id(&request.wing, &request.room, &content);
+                if seen.insert(id.clone()) {
+                    ids.push(id);
+                }
+            }
+        }
+        let present: HashSet<DrawerId> =
+            self.store().drawers(self.workspace(), &ids)?.into_iter().map(|d| d.id).collect();
+        let wanted: HashSet<&DrawerId> = ids.iter().collect();
+        Ok(SourceFiling {
+            added: ids.iter().filter(|id| !present.contains(id)).count(),
+            unchanged: ids.iter().filter(|id| present.contains(id)).count(),
+            removed: before.iter().filter(|id| !wanted.contains(id)).count(),
+        })
+    }
+
     /// The miner's cursor of a source (see `StoreRead::source_cursor`).
     pub fn source_cursor(&self, source: &str) -> EngineResult<Option<String>> {
         Ok(self.store().source_cursor(self.workspace(), source)?)
@@ -467,16 +495,12 @@ impl Palace {
         for report in reports {
             let mut ids = Vec::new();
             for outcome in report?.chunks {
-                match outcome {
-                    ChunkOutcome::Filed(id) => {
-                        filed.filing.added += 1;
-                        ids.push(id);
-                    }
-                    ChunkOutcome::AlreadyFiled(id) | ChunkOutcome::Duplicate { existing: id, .. } => {
-                        filed.filing.unchanged += 1;
-                        ids.push(id);
-                    }
+                if outcome.is_new() {
+                    filed.filing.added += 1;
+                } else {
+                    filed.filing.unchanged += 1;
                 }
+                ids.push(outcome.drawer_id().clone());
             }
             filed.drawers.push(ids);
         }

@@ -160,9 +160,68 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Vec<PathBuf> {
     files
 }
 
+/// The project root of a file: the deepest folder above it holding `.git`
+/// or a `.gitignore` (how `sync` scopes a file it was not told the project
+/// of), if any.
+pub fn project_root(file: &Path) -> Option<PathBuf> {
+    file.ancestors()
+        .skip(1)
+        .find(|dir| dir.join(".git").exists() || dir.join(".gitignore").is_file())
+        .map(Path::to_path_buf)
+}
+
+/// Whether the `.gitignore` and `.ignore` files from `root` down to the
+/// file's folder exclude `file` (or a folder above it), the deepest file's
+/// rule winning as in git. `file` must lie under `root`.
+pub fn ignored_by_git(root: &Path, file: &Path) -> bool {
+    let Ok(relative) = file.strip_prefix(root) else { return false };
+    let mut folders = vec![root.to_path_buf()];
+    let parts: Vec<_> = relative.components().collect();
+    for part in parts.iter().take(parts.len().saturating_sub(1)) {
+        let next = folders.last().expect("the root is there").join(part);
+        folders.push(next);
+    }
+    for folder in folders.iter().rev() {
+        let mut builder = ignore::gitignore::GitignoreBuilder::new(folder);
+        for name in [".gitignore", ".ignore"] {
+            let candidate = folder.join(name);
+            if candidate.is_file() {
+                let _ = builder.add(candidate);
+            }
+        }
+        let Ok(matcher) = builder.build() else { continue };
+        match matcher.matched_path_or_any_parents(file, false) {
+            ignore::Match::Ignore(_) => return true,
+            ignore::Match::Whitelist(_) => return false,
+            ignore::Match::None => {}
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gitignore_rules_from_the_root_down_decide() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("docs/drafts")).unwrap();
+        std::fs::create_dir_all(root.join("secret")).unwrap();
+        std::fs::write(root.join(".gitignore"), "secret/\n*.log\n").unwrap();
+        std::fs::write(root.join("docs/.gitignore"), "draft.md\n").unwrap();
+        for file in ["README.md", "docs/draft.md", "docs/guide.md", "secret/keys.md", "run.log", "docs/drafts/a.md"] {
+            std::fs::write(root.join(file), "x").unwrap();
+        }
+        assert!(!ignored_by_git(root, &root.join("README.md")));
+        assert!(ignored_by_git(root, &root.join("docs/draft.md")));
+        assert!(!ignored_by_git(root, &root.join("docs/guide.md")));
+        assert!(ignored_by_git(root, &root.join("secret/keys.md")));
+        assert!(ignored_by_git(root, &root.join("run.log")));
+        assert!(!ignored_by_git(root, &root.join("docs/drafts/a.md")));
+        assert_eq!(project_root(&root.join("docs/guide.md")).as_deref(), Some(root.join("docs").as_path()));
+    }
 
     #[test]
     fn docs_first() {

@@ -22,9 +22,9 @@ use mempalace_engine::Palace;
 use mempalace_engine::drawers::DiaryEntry;
 use serde_json::{Value, json};
 
-use super::mine::{FileOptions, FileOutcome, mine_file};
 use crate::output;
 use crate::settings::Settings;
+use mempalace_feed::{TranscriptOptions, TranscriptOutcome, mine_transcript};
 
 /// Human messages between two diary checkpoints.
 pub const CHECKPOINT_EVERY: usize = 15;
@@ -100,10 +100,9 @@ fn work(palace: &Palace, input: &Value, hook: HookKind, home: Option<&std::path:
     if let Some(path) = input["transcript_path"].as_str().filter(|p| !p.is_empty()) {
         let path = PathBuf::from(shellexpand_home(path, home));
         if path.is_file() {
-            let room = Room::parse("conversations")?;
-            let options = FileOptions { wing: None, room: &room, agent: "hook", dry_run: false };
-            if let FileOutcome::Mined { filing, human_messages, last_human, wing, .. } =
-                mine_file(palace, &path, &options)?
+            let options = TranscriptOptions::new(Room::parse("conversations")?, "hook");
+            if let TranscriptOutcome::Mined { filing, human_messages, last_human, wing, .. } =
+                mine_transcript(palace, &path, &options)?
             {
                 mined = json!({"added": filing.added, "unchanged": filing.unchanged, "removed": filing.removed});
                 let session = input["session_id"].as_str().unwrap_or("unknown").to_string();

@@ -208,9 +208,21 @@ fn engine_exit(error: &EngineError) -> Exit {
     }
 }
 
+fn feed_exit(error: &mempalace_feed::FeedError) -> Exit {
+    use mempalace_feed::FeedError;
+    match error {
+        FeedError::NotFound { .. } => Exit::NotFound,
+        FeedError::Invalid(_) | FeedError::NothingMined(_) | FeedError::Unreadable { .. } => Exit::Usage,
+        FeedError::Engine(error) => engine_exit(error),
+    }
+}
+
 /// The exit code for an error chain: the first cause we classify decides.
 pub fn exit_code(error: &anyhow::Error) -> Exit {
     for cause in error.chain() {
+        if let Some(error) = cause.downcast_ref::<mempalace_feed::FeedError>() {
+            return feed_exit(error);
+        }
         if let Some(error) = cause.downcast_ref::<EngineError>() {
             return engine_exit(error);
         }

@@ -264,7 +264,7 @@ fn opencode_sessions_mine_from_the_database(store: Store) {
     let db = mempalace_testdata::opencode_db(sandbox.dir());
     let db_arg = db.to_str().unwrap();
     let summary = sandbox.json(&["mine", "--mode", "opencode", "--db", db_arg, "--json"]);
-    assert_eq!((summary["sessions"].clone(), summary["sessions_skipped"].clone()), (1.into(), 2.into()), "{summary}");
+    assert_eq!((summary["files"].clone(), summary["conversations_skipped"].clone()), (1.into(), 2.into()), "{summary}");
     assert_eq!(summary["drawers_added"], 3, "a header, one exchange, the last turn: {summary}");
     let found = sandbox.top("left wheel encoder calibration");
     let text = found[0]["text"].as_str().unwrap();
@@ -278,7 +278,7 @@ fn opencode_sessions_mine_from_the_database(store: Store) {
     let again = sandbox.json(&["mine", "--mode", "opencode", "--db", db_arg, "--json"]);
     assert_eq!(again["drawers_added"], 0);
     let none = sandbox.json(&["mine", "--mode", "opencode", "--db", db_arg, "--session", "ses_other", "--json"]);
-    assert_eq!(none["sessions"], 0);
+    assert_eq!(none["files"], 0);
     let missing = sandbox.run(&["mine", "--mode", "opencode", "--db", "/nonexistent/opencode.db"]);
     assert_eq!(missing.status.code(), Some(3));
 }
@@ -351,17 +351,27 @@ fn projects_mine_documents_first_and_sync_removes_deleted_files(store: Store) {
     let with_code = sandbox.json(&["mine", root_arg, "--include-code", "--no-gitignore", "--dry-run", "--json"]);
     assert_eq!(with_code["files"], 6, "code, the ignored secret and draft too: {with_code}");
 
+    // Issue 15: `sync` previews unless told to apply, as in the Python
+    // MemPalace; applying needs a scope.
     std::fs::remove_file(root.join("docs/procedures.md")).unwrap();
-    let preview = sandbox.json(&["sync", "--dry-run", "--json"]);
-    assert_eq!(preview["missing"].as_array().unwrap().len(), 1, "{preview}");
     let before = sandbox.json(&["status", "--json"])["total_drawers"].as_u64().unwrap();
+    for preview in [sandbox.json(&["sync", "--json"]), sandbox.json(&["sync", "--dry-run", "--json"])] {
+        assert_eq!(preview["dry_run"], true, "{preview}");
+        assert_eq!(preview["by_source"].as_object().unwrap().len(), 1, "{preview}");
+        assert!(preview["missing"].as_u64().unwrap() >= 3, "the chunks of the deleted file: {preview}");
+        assert_eq!(preview["removed_drawers"], 0);
+    }
     assert_eq!(
         sandbox.json(&["status", "--json"])["total_drawers"].as_u64().unwrap(),
         before,
-        "a dry run removes nothing"
+        "a preview removes nothing"
     );
-    let synced = sandbox.json(&["sync", "--json"]);
-    let removed = synced["drawers_removed"].as_u64().unwrap();
+    let unscoped = sandbox.run(&["sync", "--apply"]);
+    assert_eq!(unscoped.status.code(), Some(2), "{}", String::from_utf8_lossy(&unscoped.stderr));
+    assert!(String::from_utf8_lossy(&unscoped.stderr).contains("--wing"));
+    assert_eq!(sandbox.json(&["status", "--json"])["total_drawers"].as_u64().unwrap(), before);
+    let synced = sandbox.json(&["sync", root_arg, "--apply", "--json"]);
+    let removed = synced["removed_drawers"].as_u64().unwrap();
     assert!(removed >= 3, "{synced}");
     assert_eq!(sandbox.json(&["status", "--json"])["total_drawers"].as_u64().unwrap(), before - removed);
 }
@@ -489,7 +499,51 @@ fn a_forked_session_keeps_the_branch_the_user_saw(store: Store) {
     assert!(hit["text"].as_str().unwrap().contains("evicted tile z/x/y"), "{hit}");
 }
 
+/// Issue 15: `--session`, `--since` and `--min-messages` select
+/// conversations in convos mode (they were ignored), and `--dry-run` says
+/// exactly what a run would file (it reported unchanged files as added).
+fn convos_selection_and_dry_runs_tell_the_truth(store: Store) {
+    let sandbox = Sandbox::on(store).with_static_model();
+    let dir = sandbox.path("exports");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(transcript("chatgpt/conversations.json"), dir.join("conversations.json")).unwrap();
+    let file = dir.join("conversations.json");
+    let file_arg = file.to_str().unwrap();
+    let mine = |extra: &[&str]| {
+        let mut args = vec!["mine", file_arg, "--mode", "convos", "--json"];
+        args.extend_from_slice(extra);
+        sandbox.json(&args)
+    };
+    let heater = mine(&["--session", "67863a2e-1c4b-8008-a1f2-9b3c5d7e1f20", "--dry-run"]);
+    assert_eq!(
+        (heater["drawers_added"].clone(), heater["conversations_skipped"].clone()),
+        (3.into(), 1.into()),
+        "{heater}"
+    );
+    assert_eq!(sandbox.total(), 0, "a dry run writes nothing");
+    let picked = mine(&["--session", "67863a2e-1c4b-8008-a1f2-9b3c5d7e1f20"]);
+    assert_eq!(picked["drawers_added"], 3, "{picked}");
+    assert_eq!(mine(&["--since", "2099-01-01"])["conversations_skipped"], 2);
+    assert_eq!(mine(&["--min-messages", "500"])["drawers_added"], 0);
+    let planned = mine(&["--dry-run"]);
+    assert_eq!(
+        (planned["drawers_added"].clone(), planned["drawers_unchanged"].clone()),
+        (2.into(), 3.into()),
+        "{planned}"
+    );
+    let whole = mine(&[]);
+    assert_eq!((whole["drawers_added"].clone(), whole["drawers_unchanged"].clone()), (2.into(), 3.into()), "{whole}");
+    let again = mine(&["--dry-run"]);
+    assert_eq!((again["drawers_added"].clone(), again["drawers_unchanged"].clone()), (0.into(), 5.into()), "{again}");
+    let general = sandbox.json(&["mine", file_arg, "--mode", "convos", "--extract", "general", "--dry-run", "--json"]);
+    assert_eq!(general["dry_run"], true, "{general}");
+    let office = sandbox.run(&["mine", file_arg, "--mode", "extract"]);
+    assert_eq!(office.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&office.stderr).contains("not supported"));
+}
+
 on_both!(
+    convos_selection_and_dry_runs_tell_the_truth,
     every_format_mines_to_its_exact_drawers,
     a_grown_transcript_adds_only_its_tail,
     bad_files_are_reported_and_skipped,

@@ -1,0 +1,266 @@
+//! Mining and sync through the library, one file per call, on a real
+//! SQLite palace (no embedder: miners file verbatim text, so vectors are
+//! not needed to check what is filed, kept and removed). The binary's
+//! tests (`crates/mempalace/tests/it/mine.rs`) cover the same on both
+//! stores through the command line.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mempalace_core::{MemoryType, Room, Timestamp, WorkspaceId};
+use mempalace_engine::Palace;
+use mempalace_engine::drawers::SourceFiling;
+use mempalace_feed::sync::{SyncOptions, sync};
+use mempalace_feed::{
+    Extract, FeedError, MineOptions, Mode, Selection, TranscriptOptions, TranscriptOutcome, mine, mine_transcript,
+};
+use mempalace_sqlite::{SqliteOptions, SqliteStore};
+use serde_json::json;
+
+fn palace(dir: &Path) -> Palace {
+    let store = SqliteStore::open(&dir.join("palace.db"), SqliteOptions { create: true, ..SqliteOptions::default() })
+        .expect("open the palace");
+    Palace::new(Arc::new(store), WorkspaceId::default_workspace())
+}
+
+fn transcript_options() -> TranscriptOptions {
+    TranscriptOptions::new(Room::parse("conversations").unwrap(), "test")
+}
+
+fn filing(outcome: &TranscriptOutcome) -> SourceFiling {
+    match outcome {
+        TranscriptOutcome::Mined { filing, .. } => *filing,
+        other => panic!("not mined: {other:?}"),
+    }
+}
+
+fn total(palace: &Palace) -> u64 {
+    palace.status().unwrap().taxonomy.total_drawers
+}
+
+/// A Claude Code record in a `parentUuid` chain.
+fn claude_line(kind: &str, uuid: &str, parent: Option<&str>, text: &str) -> String {
+    let content = if kind == "user" { json!(text) } else { json!([{"type": "text", "text": text}]) };
+    json!({"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "feed-1",
+        "cwd": "/home/sam/feed", "timestamp": "2025-02-01T09:00:00.000Z",
+        "message": {"id": format!("m-{uuid}"), "role": kind, "content": content}})
+    .to_string()
+}
+
+fn session(file: &Path, exchanges: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut parent: Option<String> = None;
+    for n in 0..exchanges {
+        let (u, a) = (format!("u{n}"), format!("a{n}"));
+        lines.push(claude_line(
+            "user",
+            &u,
+            parent.as_deref(),
+            &format!("Question {n}: how is the rover's arm {n} tuned?"),
+        ));
+        lines.push(claude_line("assistant", &a, Some(&u), &format!("Answer {n}: arm {n} runs at torque {n}0 Nm.")));
+        parent = Some(a);
+    }
+    std::fs::write(file, lines.join("\n") + "\n").unwrap();
+    lines
+}
+
+fn append(file: &Path, lines: &[String]) {
+    let mut out = std::fs::OpenOptions::new().append(true).open(file).unwrap();
+    for line in lines {
+        writeln!(out, "{line}").unwrap();
+    }
+}
+
+/// One file per call: filed once, unchanged after, its tail later; a dry
+/// run first says exactly what the real run then does.
+#[test]
+fn a_transcript_is_filed_once_then_only_its_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let palace = palace(dir.path());
+    let file = dir.path().join("feed-1.jsonl");
+    session(&file, 5);
+    let dry = TranscriptOptions { dry_run: true, ..transcript_options() };
+    let planned = filing(&mine_transcript(&palace, &file, &dry).unwrap());
+    assert_eq!(planned, SourceFiling { added: 6, unchanged: 0, removed: 0 }, "a header and five exchanges");
+    assert_eq!(total(&palace), 0, "a dry run writes nothing");
+    let first = filing(&mine_transcript(&palace, &file, &transcript_options()).unwrap());
+    assert_eq!(first, planned, "the run does what the dry run said");
+    let again = filing(&mine_transcript(&palace, &file, &transcript_options()).unwrap());
+    assert_eq!(again, SourceFiling { added: 0, unchanged: 6, removed: 0 });
+    assert_eq!(filing(&mine_transcript(&palace, &file, &dry).unwrap()), again, "a dry run reads the cursor too");
+
+    append(
+        &file,
+        &[
+            claude_line("user", "n1", Some("a4"), "Log the new gripper firmware version 2.4.1 please"),
+            claude_line("assistant", "n2", Some("n1"), "Logged gripper firmware 2.4.1 in the maintenance notes."),
+        ],
+    );
+    let planned = filing(&mine_transcript(&palace, &file, &dry).unwrap());
+    let grown = filing(&mine_transcript(&palace, &file, &transcript_options()).unwrap());
+    assert_eq!((grown.added, grown.removed), (1, 0), "only the new exchange");
+    assert_eq!((planned.added, planned.removed), (grown.added, grown.removed), "planned as filed");
+    assert_eq!(total(&palace), 7);
+}
+
+/// A changed file's drawers are replaced; the dry run says so first.
+#[test]
+fn a_rewritten_transcript_is_replaced_and_the_dry_run_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let palace = palace(dir.path());
+    let file = dir.path().join("feed-1.jsonl");
+    let lines = session(&file, 4);
+    mine_transcript(&palace, &file, &transcript_options()).unwrap();
+    let mut changed = lines.clone();
+    changed[3] = claude_line("assistant", "a1", Some("u1"), "Answer 1 corrected: arm 1 runs at torque 12 Nm.");
+    std::fs::write(&file, changed.join("\n") + "\n").unwrap();
+    let dry = TranscriptOptions { dry_run: true, ..transcript_options() };
+    let planned = filing(&mine_transcript(&palace, &file, &dry).unwrap());
+    assert_eq!(planned, SourceFiling { added: 1, unchanged: 4, removed: 1 });
+    assert_eq!(filing(&mine_transcript(&palace, &file, &transcript_options()).unwrap()), planned);
+    assert_eq!(total(&palace), 5);
+}
+
+/// `--session`, `--since` and `--min-messages` pick conversations; a
+/// filtered run files what it picked and removes nothing.
+#[test]
+fn a_selection_files_what_it_picks_and_removes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let palace = palace(dir.path());
+    let file = dir.path().join("conversations.json");
+    std::fs::copy(mempalace_testdata::fixture("transcripts/chatgpt/conversations.json"), &file).unwrap();
+    let only = |selection: Selection| TranscriptOptions { selection, ..transcript_options() };
+    let heater =
+        only(Selection { session: Some("67863a2e-1c4b-8008-a1f2-9b3c5d7e1f20".into()), ..Selection::default() });
+    let picked = mine_transcript(&palace, &file, &heater).unwrap();
+    let TranscriptOutcome::Mined { filing, conversations_skipped, .. } = picked else { panic!("{picked:?}") };
+    // The export's third record has no messages and is no conversation.
+    assert_eq!((filing.added, conversations_skipped), (3, 1), "the heater conversation: a header and two exchanges");
+    let whole = filing_of(mine_transcript(&palace, &file, &transcript_options()).unwrap());
+    assert_eq!((whole.added, whole.unchanged), (2, 3), "the packing list joins; the heater drawers were there");
+    let again = filing_of(mine_transcript(&palace, &file, &heater).unwrap());
+    assert_eq!((again.added, again.removed), (0, 0), "a filtered run removes nothing");
+    let future = only(Selection { since: Some(ts("2099-01-01T00:00:00Z")), ..Selection::default() });
+    let none = mine_transcript(&palace, &file, &future).unwrap();
+    let TranscriptOutcome::Mined { conversations_skipped, .. } = none else { panic!("{none:?}") };
+    assert_eq!(conversations_skipped, 2);
+    let long = only(Selection { min_messages: Some(1000), ..Selection::default() });
+    assert_eq!(filing_of(mine_transcript(&palace, &file, &long).unwrap()).added, 0);
+    assert_eq!(total(&palace), 5);
+}
+
+fn filing_of(outcome: TranscriptOutcome) -> SourceFiling {
+    filing(&outcome)
+}
+
+fn ts(text: &str) -> Timestamp {
+    mempalace_core::time::parse_timestamp(text, "t", mempalace_core::time::DayEdge::Start).unwrap()
+}
+
+/// `--extract general` files the decisions and problems of a conversation
+/// in rooms named by their type.
+#[test]
+fn general_extraction_files_memories_by_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let palace = palace(dir.path());
+    let file = dir.path().join("chat.txt");
+    std::fs::write(
+        &file,
+        "> We decided to go with PostgreSQL instead of MongoDB because we need transactions.\n\
+         Good call; PostgreSQL handles that well.\n\n\
+         > The deploy keeps failing with a timeout error in the health check.\n\
+         The root cause is the load balancer probing the wrong port.\n",
+    )
+    .unwrap();
+    let options = MineOptions { extract: Extract::General, ..MineOptions::new(Mode::Convos) };
+    let report = mine(&palace, Some(&file), None, &options, &mut |_, _, _| {}).unwrap();
+    assert!(report.drawers_added >= 2, "{report:?}");
+    let taxonomy = palace.status().unwrap().taxonomy;
+    let rooms: Vec<String> = taxonomy.wings.values().flat_map(|wing| wing.rooms.keys().cloned()).collect();
+    assert!(rooms.contains(&"decision".to_string()) && rooms.contains(&"problem".to_string()), "{rooms:?}");
+    let page = palace.page_drawers(None, None, 0, 10).unwrap();
+    assert!(page.drawers.iter().all(|d| d.memory_type.is_some_and(|t| t != MemoryType::Fact)), "{page:?}");
+}
+
+/// Files that are not transcripts are listed with the reason; a run of
+/// nothing but such files fails.
+#[test]
+fn skipped_files_are_reported_with_their_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let palace = palace(dir.path());
+    let folder = dir.path().join("mixed");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("notes.txt"), "just some notes without any markers at all").unwrap();
+    std::fs::write(folder.join("settings.json"), r#"{"theme": "dark"}"#).unwrap();
+    session(&folder.join("feed-1.jsonl"), 2);
+    let report = mine(&palace, Some(&folder), None, &MineOptions::new(Mode::Convos), &mut |_, _, _| {}).unwrap();
+    assert_eq!((report.files, report.read, report.drawers_added), (3, 1, 3), "{report:?}");
+    let skipped: Vec<&str> = report.skipped.iter().map(|s| s.error.as_str()).collect();
+    assert_eq!(skipped.len(), 2, "{report:?}");
+    assert!(skipped.iter().any(|reason| reason.contains("`>` user lines")), "{skipped:?}");
+    std::fs::remove_file(folder.join("feed-1.jsonl")).unwrap();
+    let error = mine(&palace, Some(&folder), None, &MineOptions::new(Mode::Convos), &mut |_, _, _| {}).unwrap_err();
+    assert!(matches!(error, FeedError::NothingMined(_)), "{error}");
+}
+
+fn write(root: &Path, relative: &str, text: &str) -> PathBuf {
+    let file = root.join(relative);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+/// `sync` previews unless told to apply; applying needs a wing or a
+/// project; gitignored and deleted files go, files of a vanished folder
+/// and hand-filed drawers stay.
+#[test]
+fn sync_previews_by_default_and_applies_only_when_scoped() {
+    let dir = tempfile::tempdir().unwrap();
+    let palace = palace(dir.path());
+    let root = dir.path().join("lab");
+    write(&root, ".gitignore", "secret/\n");
+    write(&root, "README.md", "# Lab\n\nThe lab keeps its robots here.\n");
+    write(&root, "docs/procedures.md", "Balance the centrifuge before each run.\n");
+    write(&root, "docs/old/notes.md", "Old notes about the first robot arm.\n");
+    write(&root, "build.log.md", "A build log that will be ignored later.\n");
+    let report = mine(&palace, Some(&root), None, &MineOptions::new(Mode::Projects), &mut |_, _, _| {}).unwrap();
+    assert_eq!(report.drawers_added, 4, "{report:?}");
+    let by_hand = mempalace_engine::IngestRequest::new(
+        mempalace_core::Wing::parse("lab").unwrap(),
+        Room::parse("notes").unwrap(),
+        "A note filed by hand, with no source file.",
+        "test",
+    );
+    palace.ingest(by_hand).unwrap();
+
+    std::fs::remove_file(root.join("docs/procedures.md")).unwrap();
+    std::fs::remove_dir_all(root.join("docs/old")).unwrap();
+    write(&root, ".gitignore", "secret/\n*.log.md\n");
+
+    let preview = sync(&palace, &SyncOptions::default()).unwrap();
+    assert!(preview.dry_run);
+    assert_eq!(
+        (preview.scanned, preview.kept, preview.gitignored, preview.missing, preview.unresolved),
+        (5, 1, 1, 1, 1),
+        "{preview:?}"
+    );
+    assert_eq!(preview.no_source, 1, "the hand-filed drawer");
+    assert_eq!(preview.removed_drawers, 0);
+    assert_eq!(total(&palace), 5, "a preview removes nothing");
+
+    let unscoped = sync(&palace, &SyncOptions { apply: true, ..SyncOptions::default() }).unwrap_err();
+    assert!(unscoped.to_string().contains("--wing"), "{unscoped}");
+
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let out = sync(&palace, &SyncOptions { roots: vec![elsewhere], apply: true, ..SyncOptions::default() }).unwrap();
+    assert_eq!((out.out_of_scope, out.removed_drawers), (4, 0), "{out:?}");
+
+    let applied =
+        sync(&palace, &SyncOptions { roots: vec![root.clone()], apply: true, ..SyncOptions::default() }).unwrap();
+    assert_eq!(applied.removed_drawers, 2, "{applied:?}");
+    assert_eq!(applied.by_source.len(), 2);
+    assert_eq!(total(&palace), 3, "the README, the unresolved notes and the hand-filed note stay");
+}
