@@ -89,7 +89,7 @@ pub(crate) fn time_searches(palace: &Palace, runs: usize) -> Result<(Value, Vec<
         let started = Instant::now();
         let outcome = palace.search(&SearchRequest {
             query: QUERIES[i % QUERIES.len()].into(),
-            limit: Some(10),
+            limit: mempalace_core::layers::ResultLimit::constant(10),
             ..Default::default()
         })?;
         samples.push(started.elapsed().as_secs_f64() * 1e3);

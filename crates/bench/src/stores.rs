@@ -31,7 +31,7 @@ fn search(palace: &Palace, query: &str, filter: &DrawerFilter) -> Result<f64> {
     let started = Instant::now();
     let outcome = palace.search(&SearchRequest {
         query: query.into(),
-        limit: Some(10),
+        limit: mempalace_core::layers::ResultLimit::constant(10),
         filter: filter.clone(),
         skip_access_tracking: true,
         ..Default::default()

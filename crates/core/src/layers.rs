@@ -24,8 +24,49 @@ pub const L2_SNIPPET: usize = 300;
 pub const L2_BUDGET: usize = 1_200;
 /// Default number of L3 search results.
 pub const L3_DEFAULT_RESULTS: usize = 5;
-/// Most L3 search results.
-pub const L3_MAX_RESULTS: usize = 50;
+/// Most L3 search results: the Python MemPalace's limit (its tools accept
+/// 1–100), so an agent written for it is never refused; the 14,000-character
+/// cap still bounds what comes back.
+pub const L3_MAX_RESULTS: usize = 100;
+
+/// How many results a search returns: 1 to [`L3_MAX_RESULTS`], default
+/// [`L3_DEFAULT_RESULTS`]. Every surface (CLI, MCP, REST) parses its limit
+/// into this one type, so they all accept and refuse the same numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ResultLimit(usize);
+
+impl ResultLimit {
+    /// A limit; out of range is an error naming the range.
+    pub fn new(value: i64) -> Result<Self, crate::ValidationError> {
+        if value < 1 || value > L3_MAX_RESULTS as i64 {
+            return Err(crate::ValidationError::OutOfRange {
+                what: "limit",
+                value: value as f64,
+                min: 1.0,
+                max: L3_MAX_RESULTS as f64,
+            });
+        }
+        Ok(Self(value as usize))
+    }
+
+    /// A limit the code states itself (checked when compiled in a const
+    /// context, else on use).
+    pub const fn constant(value: usize) -> Self {
+        assert!(value >= 1 && value <= L3_MAX_RESULTS, "a result limit is 1 to 100");
+        Self(value)
+    }
+
+    /// The number.
+    pub fn get(self) -> usize {
+        self.0
+    }
+}
+
+impl Default for ResultLimit {
+    fn default() -> Self {
+        Self(L3_DEFAULT_RESULTS)
+    }
+}
 /// Hard cap on the characters of L3 output.
 pub const L3_BUDGET: usize = 14_000;
 /// Auto-injection budget in tokens (seed 2 `auto_inject_max_tokens`).

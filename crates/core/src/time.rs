@@ -56,6 +56,12 @@ pub fn parse_timestamp(text: &str, what: &'static str, edge: DayEdge) -> Result<
     })
 }
 
+/// The last instant before `ts` at storage precision (one microsecond),
+/// which turns an exclusive upper bound into an inclusive one.
+pub fn just_before(ts: Timestamp) -> Timestamp {
+    ts - chrono::TimeDelta::microseconds(1)
+}
+
 /// Converts seconds since the Unix epoch (as file mtimes are kept) to a
 /// timestamp, or `None` when out of range.
 pub fn timestamp_from_unix(seconds: f64) -> Option<Timestamp> {

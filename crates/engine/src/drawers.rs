@@ -351,7 +351,7 @@ impl Palace {
         if let Some(latest) = drawers.iter().rev().find(|d| !superseded.iter().any(|(s, _)| *s == d.id)) {
             let outcome = self.search(&crate::search::SearchRequest {
                 query: latest.content.as_str().chars().take(500).collect(),
-                limit: Some(10),
+                limit: mempalace_core::layers::ResultLimit::constant(10),
                 skip_access_tracking: true,
                 ..Default::default()
             })?;

@@ -79,7 +79,7 @@ impl Palace {
         }
         let outcome = self.search(&SearchRequest {
             query: message.to_string(),
-            limit: Some(10),
+            limit: mempalace_core::layers::ResultLimit::constant(10),
             skip_access_tracking: true,
             ..SearchRequest::default()
         })?;

@@ -24,5 +24,7 @@ pub mod work;
 pub use embedding::{EmbeddedTexts, ReembedProgress, ReembedReport};
 pub use error::{EngineError, EngineResult};
 pub use ingest::{ChunkOutcome, IngestReport, IngestRequest};
-pub use palace::{AddOutcome, DeleteMode, DoctorReport, ExportError, NewDrawer, Palace, PalaceStatus};
+pub use palace::{
+    AddOutcome, DeleteMode, DoctorReport, EmbedderCell, EmbedderLoader, ExportError, NewDrawer, Palace, PalaceStatus,
+};
 pub use search::{Fusion, SearchHit, SearchMode, SearchOutcome, SearchRequest};

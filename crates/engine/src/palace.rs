@@ -27,6 +27,59 @@ use crate::vector_index::VectorIndex;
 /// Reads the wall clock.
 pub type Clock = fn() -> Timestamp;
 
+/// Builds an embedding provider; `Ok(None)` means "no vectors" (no model).
+pub type EmbedderLoader = Box<dyn FnOnce() -> Result<Option<Arc<dyn Embedder>>, String> + Send>;
+
+/// Where a palace's embedder lives: set at once, or filled by a loader on
+/// its own thread (a model takes a few hundred milliseconds to read; a
+/// server answers before that). Reading it waits until it is set.
+#[derive(Default)]
+pub struct EmbedderCell(std::sync::OnceLock<Option<Arc<dyn Embedder>>>);
+
+impl EmbedderCell {
+    /// A cell that already holds its embedder (or none).
+    pub fn ready(embedder: Option<Arc<dyn Embedder>>) -> Self {
+        let cell = Self::default();
+        let _ = cell.0.set(embedder);
+        cell
+    }
+
+    /// A cell filled by `loader` on a thread of its own; a failed load
+    /// leaves it empty (no vectors), with a warning.
+    pub fn load_in_background(loader: EmbedderLoader) -> Arc<Self> {
+        let cell = Arc::new(Self::default());
+        let filling = Arc::clone(&cell);
+        let spawned = std::thread::Builder::new().name("embedder-load".into()).spawn(move || {
+            let started = std::time::Instant::now();
+            let embedder = loader().unwrap_or_else(|error| {
+                tracing::warn!(%error, "embedding provider failed to load; searches run on keywords only");
+                None
+            });
+            tracing::info!(
+                ms = started.elapsed().as_millis() as u64,
+                loaded = embedder.is_some(),
+                "embedding provider ready"
+            );
+            let _ = filling.0.set(embedder);
+        });
+        if let Err(error) = spawned {
+            tracing::warn!(%error, "cannot start the embedder thread; working without vectors");
+            let _ = cell.0.set(None);
+        }
+        cell
+    }
+
+    /// The embedder, waiting for the load to finish.
+    pub fn get(&self) -> Option<&Arc<dyn Embedder>> {
+        self.0.wait().as_ref()
+    }
+
+    /// Whether the load has finished (successfully or not).
+    pub fn settled(&self) -> bool {
+        self.0.get().is_some()
+    }
+}
+
 fn system_clock() -> Timestamp {
     chrono::Utc::now()
 }
@@ -38,12 +91,18 @@ pub struct Palace {
     store: Arc<dyn Store>,
     workspace: WorkspaceId,
     clock: Clock,
-    embedder: Option<Arc<dyn Embedder>>,
+    embedder: Option<Arc<EmbedderCell>>,
     indexes: Arc<Mutex<HashMap<String, Arc<VectorIndex>>>>,
     events: Arc<EventBus>,
     gates: TierGates,
     kg_limits: (u64, u64),
     graph_cache: Arc<GraphCache>,
+}
+
+impl std::fmt::Debug for EmbedderCell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbedderCell").field("settled", &self.settled()).finish()
+    }
 }
 
 impl std::fmt::Debug for Palace {
@@ -254,13 +313,23 @@ impl Palace {
 
     /// Uses `embedder` for new drawers and queries.
     pub fn with_embedder(mut self, embedder: Arc<dyn Embedder>) -> Self {
-        self.embedder = Some(embedder);
+        self.embedder = Some(Arc::new(EmbedderCell::ready(Some(embedder))));
         self
     }
 
-    /// The configured embedder, if any.
+    /// Uses the embedder that `cell` will hold once it has loaded (see
+    /// [`EmbedderCell::load_in_background`]): the palace works at once, and
+    /// only the calls that need vectors wait for the load. Every surface
+    /// holds this one handle, so none can pick a palace without the
+    /// embedder by mistake.
+    pub fn with_deferred_embedder(mut self, cell: Arc<EmbedderCell>) -> Self {
+        self.embedder = Some(cell);
+        self
+    }
+
+    /// The configured embedder, if any; waits for a deferred one to load.
     pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
-        self.embedder.as_ref()
+        self.embedder.as_ref().and_then(|cell| cell.get())
     }
 
     /// Uses another clock (tests, replays).

@@ -16,7 +16,7 @@
 //!    (reciprocal rank fusion and the seed-0 score
 //!    `importance × recency × max(similarity, graph) + agent affinity` are
 //!    alternatives); real-world memories weigh × 1.5;
-//! 4. top `limit` (≤ 50) within 14,000 characters; returned drawers get
+//! 4. top `limit` (1–100) within 14,000 characters; returned drawers get
 //!    access tracking.
 
 use std::collections::HashMap;
@@ -25,7 +25,7 @@ use mempalace_core::filter::{ContextFilter, SpatialSort};
 use mempalace_core::fusion::{
     REAL_WORLD_WEIGHT, RRF_K, combine_evidence, lexical_evidence, recency_factor, rrf, seed0_score,
 };
-use mempalace_core::layers::{L3_DEFAULT_RESULTS, L3_MAX_RESULTS, l3_fit};
+use mempalace_core::layers::{ResultLimit, l3_fit};
 use mempalace_core::{Drawer, DrawerId, lexical, vector};
 use mempalace_store::{Direction, DrawerFilter};
 
@@ -67,8 +67,8 @@ const NEIGHBOUR_SHARE: f64 = 0.5;
 pub struct SearchRequest {
     /// The query text.
     pub query: String,
-    /// Results wanted (default 5, at most 50).
-    pub limit: Option<usize>,
+    /// Results wanted (1–100, default 5).
+    pub limit: ResultLimit,
     /// Structured filter (wing, room, type, tags, time, owner, …).
     pub filter: DrawerFilter,
     /// robotmem `context_filter`.
@@ -190,7 +190,7 @@ fn is_real_world(drawer: &Drawer) -> bool {
 impl Palace {
     /// Runs a hybrid search (see the module doc).
     pub fn search(&self, request: &SearchRequest) -> EngineResult<SearchOutcome> {
-        let limit = request.limit.unwrap_or(L3_DEFAULT_RESULTS).clamp(1, L3_MAX_RESULTS);
+        let limit = request.limit.get();
         let all_terms = query_terms(&request.query);
         let (documents, frequencies) = self.store().term_frequencies(&all_terms)?;
         let terms = selective_terms(&all_terms, &frequencies, documents);

@@ -98,7 +98,7 @@ fn hybrid_search_finds_paraphrases_and_exact_keywords(backend: Backend) {
         for (index, target) in targets.iter().enumerate() {
             let query = SearchRequest {
                 query: target["query"].as_str().unwrap().into(),
-                limit: Some(3),
+                limit: mempalace_core::layers::ResultLimit::constant(3),
                 fusion,
                 skip_access_tracking: true,
                 ..Default::default()
@@ -122,7 +122,7 @@ fn hybrid_search_finds_paraphrases_and_exact_keywords(backend: Backend) {
         let outcome = palace
             .search(&SearchRequest {
                 query: keyword["query"].as_str().unwrap().into(),
-                limit: Some(3),
+                limit: mempalace_core::layers::ResultLimit::constant(3),
                 ..Default::default()
             })
             .unwrap();
@@ -188,7 +188,7 @@ fn meaning_beats_stray_keywords_and_exact_tokens_still_win(backend: Backend) {
         palace
             .search(&SearchRequest {
                 query: query.into(),
-                limit: Some(10),
+                limit: mempalace_core::layers::ResultLimit::constant(10),
                 skip_access_tracking: true,
                 ..Default::default()
             })

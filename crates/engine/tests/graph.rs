@@ -210,7 +210,7 @@ fn ingestion_extracts_facts_citing_their_drawer(backend: Backend) {
 fn rank_of(palace: &Palace, query: &str, skip_graph: bool, target: &DrawerId) -> Option<usize> {
     let request = SearchRequest {
         query: query.into(),
-        limit: Some(10),
+        limit: mempalace_core::layers::ResultLimit::constant(10),
         skip_access_tracking: true,
         skip_graph,
         ..Default::default()
@@ -256,7 +256,7 @@ fn naming_an_entity_ranks_linked_drawers_higher(backend: Backend) {
     let scores = |skip_graph| {
         let request = SearchRequest {
             query: query.into(),
-            limit: Some(10),
+            limit: mempalace_core::layers::ResultLimit::constant(10),
             skip_access_tracking: true,
             skip_graph,
             ..Default::default()

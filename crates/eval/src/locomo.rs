@@ -209,6 +209,7 @@ pub fn run(
     progress: &mut dyn FnMut(&str),
 ) -> Result<Value, EvalError> {
     let depth = options.ks.iter().copied().max().unwrap_or(10).max(10);
+    let limit = mempalace_core::layers::ResultLimit::new(depth as i64).map_err(mempalace_engine::EngineError::from)?;
     let (mut overall, mut corrected) = (Accumulator::default(), Accumulator::default());
     let mut by_category: BTreeMap<u32, Accumulator> = BTreeMap::new();
     let mut corrected_by_category: BTreeMap<u32, Accumulator> = BTreeMap::new();
@@ -248,7 +249,7 @@ pub fn run(
             let started = Instant::now();
             let outcome = palace.search(&SearchRequest {
                 query: question.question.clone(),
-                limit: Some(depth),
+                limit,
                 fusion: options.fusion,
                 skip_access_tracking: true,
                 ..SearchRequest::default()

@@ -216,7 +216,7 @@ pub fn run(
         let started = std::time::Instant::now();
         let outcome = palace.search(&SearchRequest {
             query: instance.question.clone(),
-            limit: Some(50),
+            limit: mempalace_core::layers::ResultLimit::constant(50),
             skip_access_tracking: true,
             ..SearchRequest::default()
         })?;

@@ -5,7 +5,8 @@
 //! * [`tools`] — the `mempalace_*` (Python MemPalace compatible),
 //!   `memory_*` (seed 0) and robotmem tool families;
 //! * [`shapes`] — MemPalace's JSON result shapes (also used by the CLI);
-//! * [`server`] — the rmcp service; [`http`] — the HTTP endpoint;
+//! * [`server`] — the rmcp service; [`stdio`] — the stdio transport (parse
+//!   errors answered, calls in the order sent); [`http`] — the HTTP endpoint;
 //! * [`context`] — the palace and the embedder that loads in the background.
 //!
 //! Nothing here writes to stdout except the stdio transport itself.
@@ -15,17 +16,11 @@ pub mod http;
 pub mod registry;
 pub mod server;
 pub mod shapes;
+pub mod stdio;
 pub mod texts;
 pub mod tools;
 
 pub use context::{Backend, EmbedderLoader};
 pub use registry::Profile;
 pub use server::McpServer;
-
-/// Serves MCP on stdin/stdout until the client closes the connection.
-pub async fn serve_stdio(server: McpServer) -> Result<(), std::io::Error> {
-    use rmcp::ServiceExt;
-    let running = server.serve(rmcp::transport::stdio()).await.map_err(std::io::Error::other)?;
-    running.waiting().await.map_err(std::io::Error::other)?;
-    Ok(())
-}
+pub use stdio::serve_stdio;

@@ -123,6 +123,10 @@ pub struct ToolSpec {
     pub family: Family,
     /// What the client lists.
     pub tool: Tool,
+    /// Whether the tool changes the palace (a call that writes waits for
+    /// the calls sent before it on stdio; see `stdio`). Tools write unless
+    /// marked [`ToolSpec::read_only`].
+    pub writes: bool,
     handler: Handler,
 }
 
@@ -142,8 +146,18 @@ impl ToolSpec {
             name,
             family,
             tool: Tool::new(name, description, schema),
+            writes: true,
             handler: Arc::new(move |backend, arguments| handler(backend, parse::<P>(arguments)?)),
         }
+    }
+
+    /// Marks the tool as one that only reads: listed with `readOnlyHint`
+    /// (as the Python MemPalace 3.11 lists its read tools), and run side by
+    /// side with other reads.
+    pub fn read_only(mut self) -> Self {
+        self.writes = false;
+        self.tool = self.tool.annotate(rmcp::model::ToolAnnotations::new().read_only(true));
+        self
     }
 
     /// Runs the tool.

@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::context::Backend;
 use crate::registry::{Profile, ToolError, ToolSpec};
+use crate::stdio::Sequencer;
 
 /// Extra argument some MemPalace clients send; accepted and ignored.
 const IGNORED_ARGUMENTS: &[&str] = &["wait_for_previous"];
@@ -33,6 +34,7 @@ pub struct McpServer {
     backend: Backend,
     tools: Arc<Vec<ToolSpec>>,
     index: Arc<HashMap<&'static str, usize>>,
+    sequencer: Arc<Sequencer>,
 }
 
 impl McpServer {
@@ -40,7 +42,17 @@ impl McpServer {
     pub fn new(backend: Backend, profile: Profile) -> Self {
         let tools: Vec<ToolSpec> = crate::tools::all().into_iter().filter(|t| profile.includes(t.family)).collect();
         let index = tools.iter().enumerate().map(|(i, t)| (t.name, i)).collect();
-        Self { backend, tools: Arc::new(tools), index: Arc::new(index) }
+        Self { backend, tools: Arc::new(tools), index: Arc::new(index), sequencer: Arc::default() }
+    }
+
+    /// The order keeper of this server's stdio session.
+    pub fn sequencer(&self) -> Arc<Sequencer> {
+        Arc::clone(&self.sequencer)
+    }
+
+    /// Whether each offered tool writes.
+    pub fn tool_writes(&self) -> HashMap<&'static str, bool> {
+        self.tools.iter().map(|t| (t.name, t.writes)).collect()
     }
 
     /// Names of the offered tools, in list order.
@@ -167,8 +179,13 @@ impl ServerHandler for McpServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(&request.name, request.arguments).await.map(Into::into)
+        // On stdio, calls take effect in the order they were sent.
+        let id = serde_json::to_value(&context.id).map(|id| crate::stdio::id_key(&id)).unwrap_or_default();
+        self.sequencer.enter(&id).await;
+        let result = self.call(&request.name, request.arguments).await.map(Into::into);
+        self.sequencer.finish(&id);
+        result
     }
 }

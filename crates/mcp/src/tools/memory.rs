@@ -25,57 +25,66 @@ const DIARY_WING: &str = "diary";
 /// The tools of this family.
 pub fn tools() -> Vec<ToolSpec> {
     vec![
-        ToolSpec::new("memory_status", F, "Get memory palace status: total drawer count, wings, and rooms.", status),
+        ToolSpec::new("memory_status", F, "Get memory palace status: total drawer count, wings, and rooms.", status)
+            .read_only(),
         ToolSpec::new(
             "memory_list_wings",
             F,
             "List all wings (top-level categories) in the memory palace with drawer counts.",
             list_wings,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "memory_list_rooms",
             F,
             "List rooms in the memory palace, optionally filtered by wing.",
             list_rooms,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "memory_get_taxonomy",
             F,
             "Get the full taxonomy tree: wings with their rooms and drawer counts.",
             get_taxonomy,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "memory_search",
             F,
             "Search memory drawers by meaning and keywords. Returns the most relevant memories for a query.",
             search,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "memory_check_duplicate",
             F,
             "Check if content already exists in memory by semantic similarity. Returns similar existing drawers \
              above the threshold (default 0.9).",
             check_duplicate,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "memory_traverse",
             F,
             "Walk the memory palace graph from a starting room, discovering rooms connected through shared wings \
              and tunnels.",
             traverse,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "memory_find_tunnels",
             F,
             "Find rooms that bridge two or more wings (cross-cutting concepts). Optionally filter by a wing pair.",
             find_tunnels,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "memory_graph_stats",
             F,
             "Get palace graph statistics: total rooms, tunnel rooms, edges, and rooms per wing.",
             graph_stats,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "memory_add_drawer",
             F,
@@ -102,7 +111,8 @@ pub fn tools() -> Vec<ToolSpec> {
             "Query the knowledge graph for all relationships of an entity. Returns incoming, outgoing, or both \
              directions, optionally as of a date.",
             kg_query,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "memory_kg_add",
             F,
@@ -121,14 +131,16 @@ pub fn tools() -> Vec<ToolSpec> {
             F,
             "View knowledge graph facts in chronological order. Optionally filter by entity.",
             kg_timeline,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "memory_kg_stats",
             F,
             "Get knowledge graph statistics: entity count, triple count, current vs expired facts, and \
              relationship types.",
             kg_stats,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "memory_diary_write",
             F,
@@ -141,7 +153,8 @@ pub fn tools() -> Vec<ToolSpec> {
             F,
             "Read recent diary entries for an agent. Returns entries newest-first.",
             diary_read,
-        ),
+        )
+        .read_only(),
     ]
 }
 
@@ -200,9 +213,9 @@ fn brief(hit: &SearchHit) -> Value {
 struct Search {
     /// What to look for: keywords or a short question
     query: String,
-    /// Results to return (default 5, at most 50)
+    /// Results to return (default 5, at most 100)
     #[serde(default)]
-    #[schemars(range(min = 1, max = 50))]
+    #[schemars(range(min = 1, max = 100))]
     limit: Option<i64>,
     /// Only this wing (optional)
     #[serde(default)]
@@ -214,7 +227,8 @@ struct Search {
 
 fn search(backend: &Backend, p: Search) -> ToolResult {
     let query = required_text("query", &p.query)?;
-    let limit = within("limit", p.limit.unwrap_or(5), 1, 50)? as usize;
+    let limit =
+        mempalace_core::layers::ResultLimit::new(p.limit.unwrap_or(5)).map_err(|e| ToolError::param("limit", e))?;
     let wing = opt_wing("wing", p.wing.as_deref())?;
     let room = opt_room("room", p.room.as_deref())?;
     let filter = DrawerFilter {
@@ -222,9 +236,9 @@ fn search(backend: &Backend, p: Search) -> ToolResult {
         rooms: room.iter().map(|r| r.as_str().to_string()).collect(),
         ..DrawerFilter::default()
     };
-    let outcome = backend.embedding_palace().search(&SearchRequest {
+    let outcome = backend.palace().search(&SearchRequest {
         query: query.to_string(),
-        limit: Some(limit),
+        limit,
         filter,
         ..SearchRequest::default()
     })?;
@@ -250,7 +264,7 @@ struct CheckDuplicate {
 fn check_duplicate(backend: &Backend, p: CheckDuplicate) -> ToolResult {
     let text = required_text("content", &p.content)?;
     let threshold = within("threshold", p.threshold.unwrap_or(0.9), 0.0, 1.0)?;
-    let palace = backend.embedding_palace();
+    let palace = backend.palace();
     // Resembling drawers the text adds something to are listed apart: it is
     // a new fact, not a duplicate (the rule filing uses).
     let (mut duplicates, mut similar) = (Vec::new(), Vec::new());
@@ -326,7 +340,7 @@ fn add_drawer(backend: &Backend, p: AddDrawer) -> ToolResult {
         p.added_by.unwrap_or_else(|| "mcp".into()),
     );
     request.source_file = p.source_file.filter(|s| !s.trim().is_empty());
-    let palace = backend.embedding_palace();
+    let palace = backend.palace();
     let report = palace.ingest(request)?;
     if report.noise {
         return Err(failure("the content looks like tool output or chatter; nothing was filed"));

@@ -7,6 +7,7 @@
 //! `{"success": false, "error": …}` shapes, flagged `isError`.
 
 use mempalace_core::dedup::{Verdict, judge};
+use mempalace_core::layers::ResultLimit;
 use mempalace_core::query::sanitize_query;
 use mempalace_core::time::DayEdge;
 use mempalace_core::tunnel::Place;
@@ -38,22 +39,26 @@ pub fn tools() -> Vec<ToolSpec> {
             "Palace overview — total drawers, wing and room counts, and the memory protocol (when to search, \
              when to write the diary, how to update facts). Call this first in every session.",
             status,
-        ),
-        ToolSpec::new("mempalace_list_wings", F, "List all wings with drawer counts", list_wings),
+        )
+        .read_only(),
+        ToolSpec::new("mempalace_list_wings", F, "List all wings with drawer counts", list_wings).read_only(),
         ToolSpec::new(
             "mempalace_list_rooms",
             F,
             "List rooms within a wing (or all rooms if no wing given)",
             list_rooms,
-        ),
-        ToolSpec::new("mempalace_get_taxonomy", F, "Full taxonomy: wing → room → drawer count", get_taxonomy),
+        )
+        .read_only(),
+        ToolSpec::new("mempalace_get_taxonomy", F, "Full taxonomy: wing → room → drawer count", get_taxonomy)
+            .read_only(),
         ToolSpec::new(
             "mempalace_get_aaak_spec",
             F,
             "Get the AAAK specification — the compact note style for diary entries and summaries. Call this if \
              you need to read or write AAAK notes.",
             get_aaak_spec,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "mempalace_kg_query",
             F,
@@ -61,7 +66,8 @@ pub fn tools() -> Vec<ToolSpec> {
              e.g. 'Crawbl Backend' → uses → PostgreSQL since 2025-01-15. Filter by date with as_of to see what was \
              true at a point in time.",
             kg_query,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "mempalace_kg_add",
             F,
@@ -83,33 +89,38 @@ pub fn tools() -> Vec<ToolSpec> {
             "Chronological timeline of facts. Shows the story of an entity (or everything) in order — e.g. which \
              database a project used before the current one.",
             kg_timeline,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "mempalace_kg_stats",
             F,
             "Knowledge graph overview: entities, triples, current vs expired facts, relationship types.",
             kg_stats,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "mempalace_traverse",
             F,
             "Walk the palace graph from a room. Shows connected ideas across wings: rooms that share a wing with \
              the start, then theirs, and rooms joined by explicit tunnels.",
             traverse,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "mempalace_find_tunnels",
             F,
             "Find rooms that bridge two wings — the same topic filed in different domains. E.g. what topics \
              connect wing_code to wing_team?",
             find_tunnels,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "mempalace_graph_stats",
             F,
             "Palace graph overview: total rooms, tunnel connections, edges between wings.",
             graph_stats,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "mempalace_create_tunnel",
             F,
@@ -123,7 +134,8 @@ pub fn tools() -> Vec<ToolSpec> {
             F,
             "List all explicit tunnels. Optionally filter by wing.",
             list_tunnels,
-        ),
+        )
+        .read_only(),
         ToolSpec::new("mempalace_delete_tunnel", F, "Delete an explicit tunnel by its ID.", delete_tunnel),
         ToolSpec::new(
             "mempalace_follow_tunnels",
@@ -131,7 +143,8 @@ pub fn tools() -> Vec<ToolSpec> {
             "Follow tunnels from a room to see what it connects to in other wings. Returns connected rooms with a \
              preview of their latest drawer.",
             follow_tunnels,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "mempalace_search",
             F,
@@ -139,14 +152,16 @@ pub fn tools() -> Vec<ToolSpec> {
              content with scores. IMPORTANT: 'query' must contain ONLY search keywords or a short question; put \
              background in 'context'. Results with cosine distance > max_distance are dropped.",
             search,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "mempalace_check_duplicate",
             F,
             "Check if content already exists in the palace before filing. Returns drawers at least 'threshold' \
              similar by meaning.",
             check_duplicate,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "mempalace_add_drawer",
             F,
@@ -160,14 +175,16 @@ pub fn tools() -> Vec<ToolSpec> {
             F,
             "Fetch a single drawer by ID — returns full content and metadata.",
             get_drawer,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "mempalace_list_drawers",
             F,
             "List drawers with pagination, newest first. Optional wing/room filter. Returns IDs, wings, rooms, \
              content previews, and the total matching count for pagination.",
             list_drawers,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "mempalace_update_drawer",
             F,
@@ -188,21 +205,24 @@ pub fn tools() -> Vec<ToolSpec> {
             F,
             "Read your recent diary entries, newest first. See what past sessions of yourself recorded.",
             diary_read,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "mempalace_reconnect",
             F,
             "Re-read the palace after external scripts or CLI commands changed it. Searches already see other \
              processes' writes; this also reports the current drawer count.",
             reconnect,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "mempalace_wake_up",
             F,
             "Wake-up context: the identity (L0) and the essential story (L1, the most important drawers grouped \
              by room). Call at the start of a session; pass wing to focus on one project.",
             wake_up,
-        ),
+        )
+        .read_only(),
     ]
 }
 
@@ -569,9 +589,11 @@ fn follow_tunnels(backend: &Backend, p: FollowTunnels) -> ToolResult {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Search {
-    /// Short search query ONLY — keywords or a question. Max 250 chars (a pasted prompt is reduced to its last question).
+    /// Short search query ONLY — keywords or a question. Max 250 chars (a longer pasted prompt is reduced to
+    /// its last question).
+    #[schemars(length(max = 250))]
     query: String,
-    /// Max results (default 5, 1–100)
+    /// Max results (default 5)
     #[serde(default)]
     #[schemars(range(min = 1, max = 100))]
     limit: Option<i64>,
@@ -581,20 +603,76 @@ struct Search {
     /// Filter by room (optional)
     #[serde(default)]
     room: Option<String>,
-    /// Max cosine distance threshold (0=identical, 2=opposite). Results further than this are dropped. Lower = stricter. Default 1.5. Set to 0 to disable.
+    /// Filter to one exact source_file (optional). Matches the full stored path exactly (leading/trailing
+    /// whitespace trimmed); no glob or basename matching. Pass the value from a result's 'source_path' field; the
+    /// displayed 'source_file' is only a basename.
+    #[serde(default)]
+    source_file: Option<String>,
+    /// Only drawers filed on/after this ISO date or datetime (inclusive), e.g. '2026-04-01' or
+    /// '2026-04-01T09:30:00'.
+    #[serde(default)]
+    since: Option<String>,
+    /// Only drawers filed strictly before this ISO date or datetime (exclusive). Same rules as 'since'.
+    #[serde(default)]
+    before: Option<String>,
+    /// Max cosine distance threshold (0=identical, 2=opposite). Results further than this are dropped. Lower =
+    /// stricter. Default 1.5. Set to 0 to disable.
     #[serde(default)]
     #[schemars(range(min = 0.0, max = 2.0))]
     max_distance: Option<f64>,
+    /// Candidate source strategy. Accepted for compatibility: this palace always merges keyword (BM25), vector
+    /// and knowledge-graph candidates before ranking.
+    #[serde(default)]
+    candidate_strategy: Option<CandidateStrategy>,
+    /// Accepted for compatibility (the Python MemPalace's CLI forwarder); no effect here.
+    #[serde(default)]
+    cli_compatible: Option<bool>,
+    /// Media search (images, audio, video): not supported by this palace, which stores text only.
+    #[serde(default)]
+    include_media: Option<bool>,
+    /// Task prompt of the Python MemPalace's EmbeddingGemma model: 'search' (default) or 'code'. Accepted; this
+    /// palace's embedder has no task prompts.
+    #[serde(default)]
+    query_task: Option<QueryTask>,
     /// Background context for the search (optional). Not embedded; recorded only.
     #[serde(default)]
     context: Option<String>,
 }
 
+#[derive(Deserialize, JsonSchema, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum CandidateStrategy {
+    Vector,
+    Union,
+}
+
+#[derive(Deserialize, JsonSchema, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum QueryTask {
+    Search,
+    Code,
+}
+
 fn search(backend: &Backend, p: Search) -> ToolResult {
-    let limit = within("limit", p.limit.unwrap_or(5), 1, 100)? as usize;
+    let limit = ResultLimit::new(p.limit.unwrap_or(5)).map_err(|e| ToolError::param("limit", e))?;
     let max_distance = within("max_distance", p.max_distance.unwrap_or(1.5), 0.0, 2.0)?;
     let wing = opt_wing("wing", p.wing.as_deref())?;
     let room = opt_room("room", p.room.as_deref())?;
+    let source_file = p.source_file.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    if source_file.is_some_and(|s| s.contains('\0') || s.chars().count() > 4096) {
+        return Err(ToolError::param("source_file", "must be a path of at most 4096 characters without NUL"));
+    }
+    let since = date("since", p.since.as_deref(), DayEdge::Start)?;
+    let before = date("before", p.before.as_deref(), DayEdge::Start)?;
+    if let (Some(since), Some(before)) = (since, before)
+        && since >= before
+    {
+        return Err(ToolError::param("since", "must be earlier than before"));
+    }
+    if p.include_media == Some(true) {
+        return Err(failure("include_media is not supported: this palace stores text only; search without it"));
+    }
+    let (_, _, _) = (p.candidate_strategy, p.cli_compatible, p.query_task);
     let sanitized = sanitize_query(&p.query);
     if sanitized.clean.is_empty() {
         return Err(ToolError::param("query", "must not be empty"));
@@ -602,29 +680,37 @@ fn search(backend: &Backend, p: Search) -> ToolResult {
     let filter = DrawerFilter {
         wings: wing.iter().map(|w| w.as_str().to_string()).collect(),
         rooms: room.iter().map(|r| r.as_str().to_string()).collect(),
+        source_file: source_file.map(str::to_string),
+        filed_after: since,
+        // `before` is exclusive; the filter's bound is inclusive.
+        filed_before: before.map(mempalace_core::time::just_before),
         ..DrawerFilter::default()
     };
-    let palace = backend.embedding_palace();
+    let palace = backend.palace();
     let outcome = palace.search(&SearchRequest {
         query: sanitized.clean.clone(),
-        limit: Some(limit),
+        limit,
         filter,
+        max_distance: Some(max_distance),
         ..SearchRequest::default()
     })?;
     let results: Vec<Value> = outcome
         .hits
         .iter()
-        .filter(|hit| max_distance <= 0.0 || hit.similarity.is_none_or(|s| 1.0 - f64::from(s) <= max_distance))
         .map(|hit| {
             let d = &hit.drawer;
             let similarity = hit.similarity.map(|s| round(f64::from(s), 3));
             let distance = hit.similarity.map(|s| round(1.0 - f64::from(s), 4));
             json!({
+                "drawer_id": d.id.as_str(),
                 "text": d.content.as_str(),
                 "wing": d.wing.as_str(),
                 "room": d.room.as_str(),
                 "source_file": d.source_file.as_deref().map_or_else(|| "?".to_string(), basename),
+                "source_path": d.source_file.as_deref().unwrap_or(""),
                 "created_at": ts(&d.filed_at),
+                "filed_at": ts(&d.filed_at),
+                "content_date": d.content_date,
                 "similarity": similarity,
                 "distance": distance,
                 "effective_distance": distance,
@@ -632,13 +718,16 @@ fn search(backend: &Backend, p: Search) -> ToolResult {
                 "matched_via": if hit.similarity.is_some() { "drawer" } else { "bm25" },
                 "bm25_score": hit.bm25.map(|b| round(b, 3)),
                 "score": round(hit.score, 4),
-                "drawer_id": d.id.as_str(),
             })
         })
         .collect();
     let mut value = json!({
         "query": sanitized.clean,
-        "filters": {"wing": wing.as_ref().map(|w| w.as_str()), "room": room.as_ref().map(|r| r.as_str())},
+        "filters": {
+            "wing": wing.as_ref().map(|w| w.as_str()), "room": room.as_ref().map(|r| r.as_str()),
+            "source_file": source_file, "since": p.since.as_deref().map(str::trim).filter(|s| !s.is_empty()),
+            "before": p.before.as_deref().map(str::trim).filter(|s| !s.is_empty()),
+        },
         "total_before_filter": outcome.candidates,
         "results": results,
     });
@@ -682,7 +771,7 @@ struct CheckDuplicate {
 fn check_duplicate(backend: &Backend, p: CheckDuplicate) -> ToolResult {
     let text = required_text("content", &p.content)?;
     let threshold = within("threshold", p.threshold.unwrap_or(0.9), 0.0, 1.0)?;
-    let palace = backend.embedding_palace();
+    let palace = backend.palace();
     if palace.embedder().is_none_or(|e| !e.available()) {
         return Ok(json!({
             "is_duplicate": false, "matches": [], "vector_disabled": true,
@@ -736,7 +825,7 @@ fn add_drawer(backend: &Backend, p: AddDrawer) -> ToolResult {
     let mut request =
         IngestRequest::new(wing.clone(), room.clone(), text.as_str(), p.added_by.unwrap_or_else(|| "mcp".into()));
     request.source_file = p.source_file.filter(|s| !s.trim().is_empty());
-    let report = backend.embedding_palace().ingest(request).map_err(|e| as_write_failure(e.into()))?;
+    let report = backend.palace().ingest(request).map_err(|e| as_write_failure(e.into()))?;
     if report.noise {
         return Ok(json!({
             "success": false, "reason": "noise",
@@ -870,7 +959,7 @@ fn update_drawer(backend: &Backend, p: UpdateDrawer) -> ToolResult {
         room: p.room.as_deref().map(|r| room("room", r)).transpose()?,
         ..DrawerUpdate::default()
     };
-    let palace = backend.embedding_palace();
+    let palace = backend.palace();
     if update.content.is_none() && update.wing.is_none() && update.room.is_none() {
         palace.drawer(&id).map_err(|_| as_write_failure(not_found(id.as_str())))?;
         return Ok(json!({"success": true, "drawer_id": id.as_str(), "noop": true}));
@@ -890,7 +979,11 @@ struct DiaryWrite {
     /// Your name — each agent gets their own diary
     agent_name: String,
     /// Your diary entry (AAAK keeps it short)
-    entry: String,
+    #[serde(default)]
+    entry: Option<String>,
+    /// Alias of entry (entry wins when both are given)
+    #[serde(default)]
+    content: Option<String>,
     /// Topic tag (optional, default: general)
     #[serde(default)]
     topic: Option<String>,
@@ -905,7 +998,12 @@ fn agent_wing(agent: &str) -> Result<mempalace_core::Wing, ToolError> {
 
 fn diary_write(backend: &Backend, p: DiaryWrite) -> ToolResult {
     let agent = required_text("agent_name", &p.agent_name)?.to_lowercase();
-    let text = content("entry", &p.entry)?;
+    let Some(entry) = p.entry.as_deref().or(p.content.as_deref()) else {
+        return Err(ToolError::InvalidParams(
+            "Missing required parameter 'entry' for tool mempalace_diary_write".into(),
+        ));
+    };
+    let text = content("entry", entry)?;
     let topic = p.topic.as_deref().map(str::trim).filter(|t| !t.is_empty()).unwrap_or("general").to_string();
     let wing = match opt_wing("wing", p.wing.as_deref())? {
         Some(wing) => wing,
@@ -972,7 +1070,7 @@ fn reconnect(backend: &Backend, _: NoParams) -> ToolResult {
     let drawers = palace.status()?.taxonomy.total_drawers;
     Ok(json!({
         "success": true, "message": "Reconnected to palace", "drawers": drawers,
-        "vector_disabled": backend.embedder_settled() && backend.embedding_palace().embedder().is_none(),
+        "vector_disabled": backend.embedder_settled() && backend.palace().embedder().is_none(),
         "vector_disabled_reason": "",
     }))
 }

@@ -47,7 +47,8 @@ pub fn tools() -> Vec<ToolSpec> {
              {\"$lt\": 15}}) and order by distance with spatial_sort ({\"field\": \"spatial.position\", \
              \"target\": [1.3, 0.7, 0.42], \"max_distance\": 0.1}).",
             recall,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "save_perception",
             F,
@@ -118,7 +119,7 @@ fn learn(backend: &Backend, p: Learn) -> ToolResult {
     let context = Value::Object(json_object("context", p.context.as_ref())?);
     let collection = collection(p.collection.as_deref())?;
     let session = p.session_id.as_deref().map(str::trim).filter(|s| !s.is_empty());
-    let palace = backend.embedding_palace();
+    let palace = backend.palace();
     if let Some(session) = session {
         palace.session(session)?;
     }
@@ -181,7 +182,7 @@ struct Recall {
 
 fn recall(backend: &Backend, p: Recall) -> ToolResult {
     let query = required_text("query", &p.query)?;
-    let n = within("n", p.n.unwrap_or(5), 1, 100)? as usize;
+    let n = mempalace_core::layers::ResultLimit::new(p.n.unwrap_or(5)).map_err(|e| ToolError::param("n", e))?;
     let min_confidence = within("min_confidence", p.min_confidence.unwrap_or(0.3), 0.0, 1.0)?;
     let wings = match p.collection.as_deref().map(str::trim).filter(|c| !c.is_empty()) {
         Some(c) => vec![wing("collection", c)?.as_str().to_string()],
@@ -213,9 +214,9 @@ fn recall(backend: &Backend, p: Recall) -> ToolResult {
         session_id: p.session_id.filter(|s| !s.trim().is_empty()),
         ..DrawerFilter::default()
     };
-    let outcome = backend.embedding_palace().search(&SearchRequest {
+    let outcome = backend.palace().search(&SearchRequest {
         query: query.to_string(),
-        limit: Some(n),
+        limit: n,
         filter,
         context_filter,
         spatial,
@@ -287,7 +288,7 @@ fn save_perception(backend: &Backend, p: SavePerception) -> ToolResult {
     let kind: PerceptionType =
         p.perception_type.as_deref().unwrap_or("visual").parse().map_err(|e| ToolError::param("perception_type", e))?;
     let collection = collection(p.collection.as_deref())?;
-    let palace = backend.embedding_palace();
+    let palace = backend.palace();
     let session = p.session_id.filter(|s| !s.trim().is_empty());
     if let Some(session) = &session {
         palace.session(session)?;
@@ -364,7 +365,7 @@ fn update(backend: &Backend, p: Update) -> ToolResult {
     context.insert("category".into(), json!(analysis.category));
     context.insert("scope_files".into(), json!(analysis.scope_files));
     context.insert("scope_entities".into(), json!(analysis.scope_entities));
-    let updated = backend.embedding_palace().update_drawer(
+    let updated = backend.palace().update_drawer(
         &drawer.id,
         DrawerUpdate {
             content: Some(content("new_content", text)?),
@@ -421,7 +422,7 @@ struct EndSession {
 fn end_session(backend: &Backend, p: EndSession) -> ToolResult {
     let id = required_text("session_id", &p.session_id)?;
     let outcome = p.outcome_score.map(|s| within("outcome_score", s, 0.0, 1.0)).transpose()?;
-    let ended = backend.embedding_palace().end_session(id, outcome)?;
+    let ended = backend.palace().end_session(id, outcome)?;
     let mut by_type = Map::new();
     let mut by_category = Map::new();
     for d in &ended.drawers {

@@ -38,9 +38,9 @@ pub struct SearchArgs {
     /// Only drawers filed on or before this date.
     #[arg(long)]
     pub before: Option<String>,
-    /// Number of results (1–50).
-    #[arg(long, default_value_t = 5)]
-    pub results: usize,
+    /// Number of results (1–100).
+    #[arg(long, default_value = "5", value_parser = super::values::result_limit)]
+    pub results: mempalace_core::layers::ResultLimit,
     /// How keyword and vector matches are combined.
     #[arg(long, value_enum, default_value_t)]
     pub fusion: FusionArg,
@@ -93,9 +93,6 @@ pub fn search(palace: &Palace, args: SearchArgs) -> Result<()> {
     if args.query.trim().is_empty() {
         return Err(UserError("the query is empty; say what to look for".into()).into());
     }
-    if !(1..=50).contains(&args.results) {
-        return Err(UserError(format!("--results {} is out of range; use 1 to 50", args.results)).into());
-    }
     let filter = DrawerFilter {
         wings: args.wing.iter().cloned().collect(),
         rooms: args.room.iter().cloned().collect(),
@@ -107,7 +104,7 @@ pub fn search(palace: &Palace, args: SearchArgs) -> Result<()> {
     };
     let request = SearchRequest {
         query: args.query.clone(),
-        limit: Some(args.results),
+        limit: args.results,
         filter,
         fusion: args.fusion.into(),
         skip_graph: args.no_graph,

@@ -5,6 +5,7 @@
 use clap::ValueEnum;
 use clap::builder::{PossibleValuesParser, TypedValueParser as _};
 use mempalace_core::MemoryType;
+use mempalace_core::layers::ResultLimit;
 use mempalace_engine::Fusion;
 use mempalace_mcp::registry::Profile;
 
@@ -71,6 +72,12 @@ impl From<ToolProfile> for Profile {
 pub fn memory_type() -> impl clap::builder::TypedValueParser<Value = MemoryType> {
     PossibleValuesParser::new(MemoryType::ALL.iter().map(|kind| kind.as_str()))
         .map(|text| text.parse::<MemoryType>().expect("clap admits only listed memory types"))
+}
+
+/// `--results`: a result limit as the engine accepts it (1–100).
+pub fn result_limit(text: &str) -> Result<ResultLimit, String> {
+    let value: i64 = text.trim().parse().map_err(|_| format!("{text:?} is not a number; give 1 to 100"))?;
+    ResultLimit::new(value).map_err(|error| error.to_string())
 }
 
 #[cfg(test)]

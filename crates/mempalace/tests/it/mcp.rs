@@ -146,6 +146,82 @@ fn robotmem_tools_round_trip(store: Store) {
     scenario(&sandbox(store), "robotmem", &[]);
 }
 
+/// Issue 15: on stdio, calls sent back to back without waiting take effect
+/// in the order sent (a search right after an add finds the drawer), and a
+/// line that is not JSON gets a `-32700` reply, an array `-32600`; the
+/// server goes on serving.
+fn pipelined_stdio_calls_run_in_order_and_bad_lines_get_errors(store: Store) {
+    use std::io::{BufRead, BufReader, Write};
+    let sandbox = sandbox(store);
+    let mut child = sandbox
+        .cmd(&["mcp", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the stdio server");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let send = |stdin: &mut std::process::ChildStdin, line: &str| {
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+    };
+    send(
+        &mut stdin,
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+    );
+    let init: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18", "{init}");
+    send(&mut stdin, r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    // Everything below is sent before any answer is read.
+    let mut sent = 0;
+    for n in 0..5 {
+        let add = serde_json::json!({"jsonrpc": "2.0", "id": 100 + n, "method": "tools/call", "params": {
+            "name": "mempalace_add_drawer", "arguments": {"wing": "pipe", "room": "line",
+            "content": format!("Pipelined fact number {n}: the zeppelin hangar door code is {}", 4000 + n)}}});
+        let search = serde_json::json!({"jsonrpc": "2.0", "id": 200 + n, "method": "tools/call", "params": {
+            "name": "mempalace_search", "arguments": {"query": format!("zeppelin hangar door code {}", 4000 + n),
+            "wing": "pipe", "limit": 10}}});
+        send(&mut stdin, &add.to_string());
+        send(&mut stdin, &search.to_string());
+        sent += 2;
+    }
+    send(&mut stdin, "{this is not json");
+    send(&mut stdin, "[1, 2, 3]");
+    send(
+        &mut stdin,
+        r#"{"jsonrpc":"2.0","id":999,"method":"tools/call","params":{"name":"mempalace_status","arguments":{}}}"#,
+    );
+    sent += 3;
+    let mut answers = std::collections::HashMap::new();
+    let mut errors = Vec::new();
+    for _ in 0..sent {
+        let line = lines.next().expect("an answer").expect("read");
+        let message: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+        match message["id"].as_i64() {
+            Some(id) => {
+                answers.insert(id, message);
+            }
+            None => errors.push(message["error"]["code"].as_i64().unwrap()),
+        }
+    }
+    errors.sort();
+    assert_eq!(errors, vec![-32700, -32600], "a parse error and an invalid request");
+    for n in 0..5 {
+        let text = answers[&(200 + n)]["result"]["content"][0]["text"].as_str().unwrap().to_string();
+        let found: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let texts: Vec<&str> =
+            found["results"].as_array().unwrap().iter().map(|r| r["text"].as_str().unwrap()).collect();
+        assert!(
+            texts.iter().any(|t| t.contains(&format!("code is {}", 4000 + n))),
+            "search {n} ran before the add sent before it: {texts:?}"
+        );
+    }
+    assert!(answers[&999]["result"]["content"][0]["text"].as_str().unwrap().contains("total_drawers"));
+    drop(stdin);
+    assert!(child.wait().unwrap().success(), "the server ends cleanly when stdin closes");
+}
+
 /// `mempalace mcp` prints the setup lines.
 #[test]
 fn mcp_alone_prints_setup_commands() {
@@ -157,6 +233,7 @@ fn mcp_alone_prints_setup_commands() {
 }
 
 on_both!(
+    pipelined_stdio_calls_run_in_order_and_bad_lines_get_errors,
     stdio_round_trips_with_the_python_sdk,
     http_round_trips_with_the_python_sdk,
     two_stdio_servers_share_one_palace,

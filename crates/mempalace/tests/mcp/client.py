@@ -201,6 +201,11 @@ async def round_trips(session):
     wrote = await call(session, "mempalace_diary_write", {"agent_name": "Claude", "entry": "SESSION:2026-11-22|moved db notes|★★", "topic": "work"})
     check(wrote["success"] and wrote["agent"] == "claude", "diary_write", wrote)
     await call(session, "mempalace_diary_write", {"agent_name": "claude", "entry": "SESSION:2026-11-22|second entry"})
+    # Issue 15: diary entries get vectors like every other drawer (they were
+    # filed without one): the search finds the entry by meaning too.
+    diary_hit = await call(session, "mempalace_search", {"query": "moved db notes", "wing": "wing_claude"})
+    check(diary_hit["results"] and diary_hit["results"][0]["similarity"] is not None,
+          "a diary entry is filed with a vector", diary_hit)
     await call(session, "mempalace_diary_write", {"agent_name": "other", "entry": "not claude's"})
     diary = await call(session, "mempalace_diary_read", {"agent_name": "CLAUDE", "last_n": 5})
     check(diary["total"] == 2 and [e["content"] for e in diary["entries"]][0].endswith("second entry"), "diary_read newest first, own entries", diary)
@@ -321,8 +326,8 @@ async def memory_family(session):
     check({"wing": "diary", "count": 1} in wings["wings"], "the diary wing", wings)
     deleted = await call(session, "memory_delete_drawer", {"drawer_id": added["drawer_id"], "reason": "policy changed"})
     check(deleted["deleted"], "memory_delete_drawer (soft)", deleted)
-    code, message = await rpc_error(session, "memory_search", {"query": "x", "limit": 51})
-    check(code == -32602 and "50" in message, "memory_search limit is 1–50", message)
+    code, message = await rpc_error(session, "memory_search", {"query": "x", "limit": 101})
+    check(code == -32602 and "100" in message, "memory_search limit is 1–100, as every surface's", message)
 
 
 async def robotmem_family(session):
