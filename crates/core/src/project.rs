@@ -1,31 +1,54 @@
 //! A project's `mempalace.yaml`: its wing and its rooms.
 //!
 //! The file format is the Python MemPalace's, so projects set up with it
-//! keep working: a `wing` and a list of `rooms`, each with a `name`, a
-//! `description` and `keywords`. This module proposes rooms from folder
-//! names, renders the file, reads it back (the subset of YAML these files
-//! use: scalars, quoted or plain, flow `[a, b]` and block `- a` lists), and
-//! routes a file to a room.
+//! keep working: a `wing`, a list of `rooms`, each with a `name`, a
+//! `description` and `keywords`, and `exclude_patterns`. This module
+//! proposes rooms from folder names, renders the file, reads it back with a
+//! YAML parser into strict structs (an unknown key is an error that names
+//! it), and routes a file to a room.
 
 /// One room of a project.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RoomRule {
     /// Room name.
     pub name: String,
     /// What goes there.
+    #[serde(default)]
     pub description: String,
     /// Words that route a file to this room.
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub keywords: Vec<String>,
 }
 
 /// The content of `mempalace.yaml`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ProjectConfig {
     /// Default wing for the project's drawers.
     pub wing: String,
     /// Rooms; the last is normally `general`.
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub rooms: Vec<RoomRule>,
+    /// Paths the miner leaves out (gitignore syntax, relative to the
+    /// project), on top of the `.gitignore` files.
+    #[serde(default, deserialize_with = "null_as_empty")]
+    pub exclude_patterns: Vec<String>,
 }
+
+/// A list key written with no value (`rooms:`) reads as an empty list.
+fn null_as_empty<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    use serde::Deserialize as _;
+    Ok(Option::<Vec<T>>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// The names a project's config file may have, in the order they are
+/// looked for (the Python MemPalace's, legacy `mempal` names included).
+pub const CONFIG_FILE_NAMES: &[&str] = &["mempalace.yaml", "mempalace.yml", "mempal.yaml", "mempal.yml"];
 
 /// Folder names that never become rooms (dependencies, build output, VCS).
 pub const SKIPPED_FOLDERS: &[&str] = &[
@@ -127,80 +150,22 @@ impl ProjectConfig {
             description: "Files that don't fit other rooms".to_string(),
             keywords: Vec::new(),
         });
-        Self { wing: wing.to_string(), rooms }
+        Self { wing: wing.to_string(), rooms, exclude_patterns: Vec::new() }
     }
 
-    /// Reads a `mempalace.yaml`. Only the keys `wing` and `rooms` (with
-    /// `name`, `description`, `keywords`) are used; others are ignored.
+    /// Reads a `mempalace.yaml` with a YAML parser: `wing` (required),
+    /// `rooms` (each a `name`, with an optional `description` and
+    /// `keywords`) and `exclude_patterns` (gitignore-style patterns, as the
+    /// Python MemPalace reads them). Any other key is an error naming it
+    /// and the keys accepted, with the line and column, so a typo never
+    /// goes unnoticed.
     pub fn parse(text: &str) -> Result<Self, String> {
-        fn scalar(raw: &str) -> String {
-            let raw = raw.trim();
-            if raw.starts_with('"')
-                && let Ok(serde_json::Value::String(s)) = serde_json::from_str::<serde_json::Value>(raw)
-            {
-                return s;
-            }
-            raw.trim_matches(|c| c == '\'' || c == '"').to_string()
+        let mut config: ProjectConfig = serde_saphyr::from_str(text).map_err(|error| error.to_string())?;
+        if config.wing.trim().is_empty() {
+            return Err("`wing` is empty; name the project's wing, e.g. `wing: lab_notes`".to_string());
         }
-        fn list(raw: &str) -> Vec<String> {
-            let inner = raw.trim().trim_start_matches('[').trim_end_matches(']');
-            inner.split(',').map(scalar).filter(|k| !k.is_empty()).collect()
-        }
-        let mut wing = None;
-        let mut rooms: Vec<RoomRule> = Vec::new();
-        let mut in_rooms = false;
-        let mut in_keywords = false;
-        for (n, line) in text.lines().enumerate() {
-            let without_comment = if line.trim_start().starts_with('#') { "" } else { line };
-            if without_comment.trim().is_empty() {
-                continue;
-            }
-            let indent = without_comment.len() - without_comment.trim_start().len();
-            let content = without_comment.trim();
-            if indent == 0 && !content.starts_with('-') {
-                in_rooms = false;
-                in_keywords = false;
-                if let Some(value) = content.strip_prefix("wing:") {
-                    wing = Some(scalar(value));
-                } else if content.starts_with("rooms:") {
-                    in_rooms = true;
-                }
-                continue;
-            }
-            if !in_rooms {
-                continue;
-            }
-            if in_keywords && content.starts_with("- ") && indent > 0 && !content[2..].contains(':') {
-                if let Some(room) = rooms.last_mut() {
-                    room.keywords.push(scalar(&content[2..]));
-                }
-                continue;
-            }
-            let field = match content.strip_prefix("- ") {
-                Some(rest) => {
-                    rooms.push(RoomRule { name: String::new(), description: String::new(), keywords: Vec::new() });
-                    rest
-                }
-                None => content,
-            };
-            let Some((key, value)) = field.split_once(':') else {
-                return Err(format!("line {}: expected `key: value` in a room, found {content:?}", n + 1));
-            };
-            let Some(room) = rooms.last_mut() else {
-                return Err(format!("line {}: a room field before any `- name:`", n + 1));
-            };
-            in_keywords = false;
-            match key.trim() {
-                "name" => room.name = scalar(value),
-                "description" => room.description = scalar(value),
-                "keywords" if value.trim().is_empty() => in_keywords = true,
-                "keywords" => room.keywords = list(value),
-                _ => {}
-            }
-        }
-        let wing = wing.filter(|w| !w.is_empty()).ok_or("no `wing:` line")?;
-        rooms.retain(|room| !room.name.is_empty());
-        Ok(Self { wing, rooms })
+        config.rooms.retain(|room| !room.name.trim().is_empty());
+        Ok(config)
     }
 
     /// The room for a file: a folder of its path named like a room or one
@@ -256,6 +221,10 @@ impl ProjectConfig {
                 keywords.join(", ")
             ));
         }
+        if !self.exclude_patterns.is_empty() {
+            let patterns: Vec<String> = self.exclude_patterns.iter().map(|p| quote(p)).collect();
+            out.push_str(&format!("exclude_patterns: [{}]\n", patterns.join(", ")));
+        }
         out
     }
 }
@@ -268,11 +237,22 @@ mod tests {
     fn yaml_round_trips_and_reads_mempalace_style() {
         let config = ProjectConfig::propose("lab_notes", &["docs".into(), "src".into()]);
         assert_eq!(ProjectConfig::parse(&config.to_yaml()).unwrap(), config);
-        let handwritten = "# project\nwing: lab\nrooms:\n  - name: hardware\n    description: Robot parts\n    keywords:\n      - gripper\n      - 'servo'\n  - name: general\n    keywords: []\nextra: ignored\n";
+        let handwritten = "# project\nwing: lab\nrooms:\n  - name: hardware\n    description: Robot parts # the arm\n    keywords:\n      - gripper\n      - 'servo, arm'\n      - servo\n  - name: general\n    keywords: []\nexclude_patterns: [\"*.log\"]\n";
         let parsed = ProjectConfig::parse(handwritten).unwrap();
         assert_eq!(parsed.wing, "lab");
-        assert_eq!(parsed.rooms[0].keywords, vec!["gripper", "servo"]);
-        assert!(ProjectConfig::parse("rooms:\n").is_err());
+        assert_eq!(parsed.rooms[0].description, "Robot parts", "an inline comment is not part of the value");
+        assert_eq!(
+            parsed.rooms[0].keywords,
+            vec!["gripper", "servo, arm", "servo"],
+            "a quoted comma is not a separator"
+        );
+        assert_eq!(parsed.exclude_patterns, vec!["*.log"]);
+        assert_eq!(ProjectConfig::parse(&parsed.to_yaml()).unwrap(), parsed);
+        let missing = ProjectConfig::parse("rooms:\n").unwrap_err();
+        assert!(missing.contains("wing"), "{missing}");
+        let unknown = ProjectConfig::parse("wing: lab\nroms: []\n").unwrap_err();
+        assert!(unknown.contains("roms") && unknown.contains("rooms") && unknown.contains("line 2"), "{unknown}");
+        assert!(ProjectConfig::parse("wing: [unclosed\n").is_err());
         assert_eq!(parsed.room_for("hardware/arm.md", ""), "hardware");
         assert_eq!(parsed.room_for("notes/gripper-test.md", ""), "hardware");
         assert_eq!(parsed.room_for("notes/x.md", "the servo and the servo"), "hardware");

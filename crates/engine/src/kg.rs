@@ -132,6 +132,31 @@ impl Palace {
         let predicate = normalize_predicate(predicate)?;
         Triple::check_interval(valid_from, valid_to)?;
         let confidence = Confidence::new(confidence.unwrap_or(1.0))?;
+        // A start given for a fact that is already current is never dropped
+        // in silence: it dates an undated fact, and one that would move a
+        // known start earlier is refused with what to do instead.
+        let mut undated: Option<Triple> = None;
+        if valid_to.is_none()
+            && let Some(start) = valid_from
+            && let Some(current) = self.current_triple(&subject, &predicate, &object)?
+        {
+            match current.valid_from {
+                None => undated = Some(current),
+                Some(known) if start < known => {
+                    return Err(ValidationError::BadTime {
+                        what: "valid_from",
+                        reason: format!(
+                            "{subject} → {predicate} → {object} is current since {}; an earlier start would rewrite \
+                             it: end it first (`kg invalidate`) and add it again, or delete it (`kg delete {}`)",
+                            fact_time(Some(&known)).unwrap_or_default(),
+                            current.id
+                        ),
+                    }
+                    .into());
+                }
+                Some(_) => return Ok(TripleOutcome::Existing(current.id)),
+            }
+        }
         let entities = [self.entity_record(&subject, "unknown"), self.entity_record(&object, "unknown")];
         let ids: Vec<String> = entities.iter().map(|e| e.id.clone()).collect();
         let known = self.store().entities_by_id(self.workspace(), &ids)?.len() as u64;
@@ -146,11 +171,34 @@ impl Palace {
             valid_from,
             valid_to,
             confidence,
-            source_drawer_id,
-            source,
+            source_drawer_id: source_drawer_id.or_else(|| undated.as_ref().and_then(|u| u.source_drawer_id.clone())),
+            source: source.or_else(|| undated.as_ref().and_then(|u| u.source.clone())),
             created_at: self.now(),
         };
-        Ok(self.store().add_triple(&triple)?)
+        let Some(old) = undated else { return Ok(self.store().add_triple(&triple)?) };
+        // Dating an undated fact: the dated one first, then the undated one
+        // goes (a crash between leaves both, never neither).
+        let old_id = old.id.clone();
+        self.store().invalidate_triples(
+            self.workspace(),
+            &triple.subject,
+            &triple.predicate,
+            &triple.object,
+            self.now(),
+        )?;
+        let added = self.store().add_triple(&triple)?;
+        self.store().delete_triple(self.workspace(), &old_id)?;
+        Ok(TripleOutcome::Dated { id: added.id().to_string(), replaced: old_id })
+    }
+
+    /// The current fact `subject predicate object`, if any.
+    fn current_triple(&self, subject: &str, predicate: &str, object: &str) -> EngineResult<Option<Triple>> {
+        let (subject, object) = (entity_id(subject), entity_id(object));
+        Ok(self
+            .store()
+            .triples_about(self.workspace(), &subject, Direction::Outgoing)?
+            .into_iter()
+            .find(|t| t.predicate == predicate && t.object == object && t.valid_to.is_none()))
     }
 
     /// Ends the current fact `subject predicate object` (default: now).
@@ -164,6 +212,22 @@ impl Palace {
     ) -> EngineResult<usize> {
         let predicate = normalize_predicate(predicate)?;
         let ended = ended.unwrap_or_else(|| self.now());
+        // An end before the fact began would invert its window: refused
+        // with the start, never clamped in silence.
+        if let Some(current) = self.current_triple(subject, &predicate, object)?
+            && let Some(start) = current.valid_from
+            && ended < start
+        {
+            return Err(ValidationError::BadTime {
+                what: "ended",
+                reason: format!(
+                    "{} is before the fact began ({}); give an end on or after its start",
+                    fact_time(Some(&ended)).unwrap_or_default(),
+                    fact_time(Some(&start)).unwrap_or_default()
+                ),
+            }
+            .into());
+        }
         Ok(self.store().invalidate_triples(
             self.workspace(),
             &entity_id(subject),

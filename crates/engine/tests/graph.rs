@@ -37,6 +37,10 @@ fn day(text: &str, edge: DayEdge) -> Option<Timestamp> {
     parse_date(Some(text), "test date", edge).unwrap()
 }
 
+fn fact_day(fact: &mempalace_engine::kg::Fact) -> Option<String> {
+    fact.valid_from.map(|t| t.format("%Y-%m-%d").to_string())
+}
+
 fn objects(palace: &Palace, entity: &str, as_of: &str) -> Vec<String> {
     palace
         .kg_query(entity, day(as_of, DayEdge::End), Direction::Outgoing)
@@ -91,9 +95,19 @@ fn temporal_facts_answer_what_held_when(backend: Backend) {
         .collect();
     assert_eq!(before, vec!["MySQL"]);
 
-    // The same current fact is not stored twice, whatever its start.
+    // The same current fact is not stored twice: a later start is covered
+    // by the known one; an earlier one is refused, not dropped (issue 15).
     let again = palace.kg_add(backend, "USES", "postgresql", day("2025-03-01", DayEdge::Start), None, None, None, None);
     assert_eq!(again.unwrap(), TripleOutcome::Existing(postgres.id().to_string()));
+    let earlier =
+        palace.kg_add(backend, "uses", "PostgreSQL", day("2024-12-01", DayEdge::Start), None, None, None, None);
+    let message = earlier.unwrap_err().to_string();
+    assert!(message.contains("current since 2025-01-15") && message.contains("kg invalidate"), "{message}");
+    // An end before the fact began is refused, not clamped (issue 15).
+    let message =
+        palace.kg_invalidate(backend, "uses", "PostgreSQL", day("2024-12-31", DayEdge::End)).unwrap_err().to_string();
+    assert!(message.contains("before the fact began (2025-01-15"), "{message}");
+    assert_eq!(objects(&palace, backend, "2025-02-01"), vec!["PostgreSQL"], "still current");
 
     // Ending, then stating again: two facts, the new one current.
     assert_eq!(palace.kg_invalidate(backend, "uses", "PostgreSQL", day("2025-06-30", DayEdge::End)).unwrap(), 1);
@@ -114,6 +128,22 @@ fn temporal_facts_answer_what_held_when(backend: Backend) {
         order,
         vec![("MySQL".to_string(), true), ("PostgreSQL".to_string(), true), ("PostgreSQL".to_string(), false)]
     );
+
+    // A start given for an undated (auto-extracted) fact dates it, and says
+    // so (issue 15: the date was dropped).
+    let undated = palace.kg_add("Rover", "uses", "ROS 2", None, None, None, None, Some("auto".into())).unwrap();
+    let dated = palace.kg_add("Rover", "uses", "ROS 2", day("2024-03-01", DayEdge::Start), None, None, None, None);
+    match dated.unwrap() {
+        TripleOutcome::Dated { replaced, id } => {
+            assert_eq!(replaced, undated.id());
+            assert_ne!(id, replaced);
+        }
+        other => panic!("{other:?}"),
+    }
+    let facts = palace.kg_query("Rover", None, Direction::Outgoing).unwrap();
+    assert_eq!(facts.len(), 1, "one fact, now dated: {facts:?}");
+    assert_eq!(fact_day(&facts[0]), Some("2024-03-01".to_string()));
+    assert!(objects(&palace, "Rover", "2024-02-01").is_empty());
 
     // Inverted windows are refused and store nothing.
     let inverted = palace.kg_add(
@@ -137,8 +167,9 @@ fn temporal_facts_answer_what_held_when(backend: Backend) {
     assert!(palace.kg_query("MySQL", None, Direction::Outgoing).unwrap().is_empty());
 
     let stats = palace.kg_stats().unwrap();
-    assert_eq!((stats.entities, stats.triples, stats.current, stats.expired), (3, 3, 1, 2));
-    assert_eq!(stats.predicates, vec![("uses".to_string(), 3)]);
+    // Three entities and facts of the backend's story, and the dated Rover fact.
+    assert_eq!((stats.entities, stats.triples, stats.current, stats.expired), (5, 4, 2, 2));
+    assert_eq!(stats.predicates, vec![("uses".to_string(), 4)]);
 
     // Bad names and predicates say what to do.
     let error = palace.kg_add(" ", "uses", "x", None, None, None, None, None).unwrap_err().to_string();

@@ -30,7 +30,11 @@ pub(crate) fn mine(
     let root = root
         .canonicalize()
         .map_err(|error| FeedError::Unreadable { path: root.to_path_buf(), detail: error.to_string() })?;
-    let config_path = root.join("mempalace.yaml");
+    let config_path = mempalace_core::project::CONFIG_FILE_NAMES
+        .iter()
+        .map(|name| root.join(name))
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| root.join("mempalace.yaml"));
     let config_bytes = std::fs::read(&config_path).ok();
     let config = match &config_bytes {
         Some(bytes) => Some(ProjectConfig::parse(&String::from_utf8_lossy(bytes)).map_err(|error| {
@@ -53,8 +57,9 @@ pub(crate) fn mine(
         gitignore: options.gitignore,
         include_ignored: options.include_ignored.clone(),
         include_code: options.include_code,
+        exclude: config.as_ref().map(|c| c.exclude_patterns.clone()).unwrap_or_default(),
     };
-    let mut files = mempalace_mine::project::walk(&root, &walk);
+    let mut files = mempalace_mine::project::walk(&root, &walk).map_err(FeedError::Invalid)?;
     if let Some(limit) = options.limit {
         files.truncate(limit);
     }

@@ -264,3 +264,35 @@ fn sync_previews_by_default_and_applies_only_when_scoped() {
     assert_eq!(applied.by_source.len(), 2);
     assert_eq!(total(&palace), 3, "the README, the unresolved notes and the hand-filed note stay");
 }
+
+/// Issue 15: `mempalace.yaml` is read by a YAML parser into strict structs:
+/// quoted commas and inline comments are read as YAML says, an unknown key
+/// is an error naming it, `exclude_patterns` leave files out, and the
+/// Python MemPalace's other file names are found.
+#[test]
+fn project_config_is_parsed_strictly_and_exclude_patterns_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let palace = palace(dir.path());
+    let root = dir.path().join("lab");
+    write(
+        &root,
+        "mempalace.yml",
+        "wing: lab # the lab's wing\nrooms:\n  - name: hardware\n    keywords: ['gripper, arm', servo]\n  - name: general\nexclude_patterns:\n  - \"*.log.md\"\n  - drafts/\n",
+    );
+    write(&root, "notes/gripper, arm tuning.md", "Tuned the force limit to 12.5 N.\n");
+    write(&root, "notes/run.log.md", "A build log nobody wants filed.\n");
+    write(&root, "drafts/idea.md", "A half-written idea.\n");
+    write(&root, "README.md", "# Lab\n\nThe lab keeps its robots here.\n");
+    let report = mine(&palace, Some(&root), None, &MineOptions::new(Mode::Projects), &mut |_, _, _| {}).unwrap();
+    assert_eq!((report.files, report.wing.as_deref()), (2, Some("lab")), "{report:?}");
+    let taxonomy = palace.status().unwrap().taxonomy;
+    assert_eq!(taxonomy.wings["lab"].rooms.get("hardware"), Some(&1), "a quoted comma stays in the keyword");
+
+    write(&root, "mempalace.yml", "wing: lab\nroms:\n  - name: hardware\n");
+    let error = mine(&palace, Some(&root), None, &MineOptions::new(Mode::Projects), &mut |_, _, _| {}).unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.contains("roms") && message.contains("mempalace.yml") && message.contains("mempalace init"),
+        "{message}"
+    );
+}

@@ -35,7 +35,7 @@ pub fn text(text: impl AsRef<str>) -> io::Result<()> {
 /// Writes a value as pretty JSON followed by a newline.
 pub fn json(value: &impl Serialize) -> io::Result<()> {
     let mut stdout = io::stdout().lock();
-    serde_json::to_writer_pretty(&mut stdout, value).map_err(io::Error::other)?;
+    serde_json::to_writer_pretty(&mut stdout, value).map_err(json_error)?;
     stdout.write_all(b"\n")?;
     stdout.flush()
 }
@@ -43,9 +43,18 @@ pub fn json(value: &impl Serialize) -> io::Result<()> {
 /// Writes a value as compact JSON on one line (a stream of records).
 pub fn json_line(value: &impl Serialize) -> io::Result<()> {
     let mut stdout = io::stdout().lock();
-    serde_json::to_writer(&mut stdout, value).map_err(io::Error::other)?;
+    serde_json::to_writer(&mut stdout, value).map_err(json_error)?;
     stdout.write_all(b"\n")?;
     stdout.flush()
+}
+
+/// A JSON write error as an I/O error of the same kind, so a closed pipe
+/// stays a closed pipe (`main` ends quietly on one).
+fn json_error(error: serde_json::Error) -> io::Error {
+    match error.io_error_kind() {
+        Some(kind) => io::Error::new(kind, error),
+        None => io::Error::other(error),
+    }
 }
 
 /// A short note for the person at the terminal (not a log line): goes to

@@ -405,9 +405,8 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
             .unwrap_or_else(|| "text-embedding-3-small".to_string()),
     });
     if matches!(embedder, EmbedderKind::OpenAi | EmbedderKind::Ollama) && remote_embed.is_none() {
-        bail!(
-            "the {embedder:?} embedder needs an endpoint: set MEMPALACE_EMBED_BASE_URL (or embed_base_url in config.json)"
-        );
+        let name = clap::ValueEnum::to_possible_value(&embedder).map(|v| v.get_name().to_string()).unwrap_or_default();
+        bail!("the {name} embedder needs an endpoint: set MEMPALACE_EMBED_BASE_URL (or embed_base_url in config.json)");
     }
     let number = |names: &[&str], default: f64| -> Result<f64> {
         match names.iter().find_map(|name| env.get(*name).filter(|v| !v.is_empty()).map(|v| (name, v))) {

@@ -87,7 +87,10 @@ pub enum Kind {
 /// What a file is, by its name.
 pub fn kind(path: &Path) -> Kind {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_lowercase();
-    if LOCKFILES.contains(&name.as_str()) || name.ends_with(".lock") || name == "mempalace.yaml" {
+    if LOCKFILES.contains(&name.as_str())
+        || name.ends_with(".lock")
+        || mempalace_core::project::CONFIG_FILE_NAMES.contains(&name.as_str())
+    {
         return Kind::Skip;
     }
     if JSON_MANIFESTS.contains(&name.as_str())
@@ -117,10 +120,14 @@ pub struct WalkOptions {
     pub include_ignored: Vec<PathBuf>,
     /// Mine source code too.
     pub include_code: bool,
+    /// Leave out paths matching these gitignore-style patterns (the
+    /// project's `exclude_patterns`), relative to the project.
+    pub exclude: Vec<String>,
 }
 
-/// The files to mine under `root`, sorted.
-pub fn walk(root: &Path, options: &WalkOptions) -> Vec<PathBuf> {
+/// The files to mine under `root`, sorted; an error when an exclude
+/// pattern is not valid gitignore syntax.
+pub fn walk(root: &Path, options: &WalkOptions) -> Result<Vec<PathBuf>, String> {
     let wanted = |path: &Path| match kind(path) {
         Kind::Doc => true,
         Kind::Code => options.include_code,
@@ -142,12 +149,20 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Vec<PathBuf> {
             });
         builder.build()
     };
+    let mut excluded = ignore::gitignore::GitignoreBuilder::new(root);
+    for pattern in &options.exclude {
+        excluded.add_line(None, pattern).map_err(|error| {
+            format!("exclude_patterns: {pattern:?} is not a gitignore pattern ({error}); fix it in mempalace.yaml")
+        })?;
+    }
+    let excluded = excluded.build().map_err(|error| format!("exclude_patterns: {error}"))?;
     let mut files: Vec<PathBuf> = Vec::new();
     let mut collect = |start: &Path, gitignore: bool| {
         for entry in build(start, gitignore).filter_map(Result::ok) {
             let path = entry.path();
             let small = entry.metadata().is_ok_and(|m| m.is_file() && m.len() <= MAX_FILE_BYTES);
-            if small && wanted(path) && !files.iter().any(|f| f == path) {
+            let left_out = path.starts_with(root) && excluded.matched_path_or_any_parents(path, false).is_ignore();
+            if small && wanted(path) && !left_out && !files.iter().any(|f| f == path) {
                 files.push(path.to_path_buf());
             }
         }
@@ -157,7 +172,7 @@ pub fn walk(root: &Path, options: &WalkOptions) -> Vec<PathBuf> {
         collect(&root.join(extra), false);
     }
     files.sort();
-    files
+    Ok(files)
 }
 
 /// The project root of a file: the deepest folder above it holding `.git`
@@ -240,7 +255,9 @@ mod tests {
         for code in ["src/main.rs", "app.py", "index.tsx"] {
             assert_eq!(kind(Path::new(code)), Kind::Code, "{code}");
         }
-        for skip in ["Cargo.lock", "package-lock.json", "image.png", "data.bin", "random.json", "mempalace.yaml"] {
+        for skip in
+            ["Cargo.lock", "package-lock.json", "image.png", "data.bin", "random.json", "mempalace.yaml", "mempal.yml"]
+        {
             assert_eq!(kind(Path::new(skip)), Kind::Skip, "{skip}");
         }
     }

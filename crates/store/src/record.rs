@@ -208,13 +208,22 @@ pub enum TripleOutcome {
     Added(String),
     /// An identical open fact exists already; its id.
     Existing(String),
+    /// An identical open fact without a start existed; it was replaced by
+    /// this one, which carries the start given (the engine's outcome when a
+    /// date is added to an undated, e.g. auto-extracted, fact).
+    Dated {
+        /// The new fact.
+        id: String,
+        /// The undated fact it replaced.
+        replaced: String,
+    },
 }
 
 impl TripleOutcome {
-    /// The id either way.
+    /// The id of the fact that holds now.
     pub fn id(&self) -> &str {
         match self {
-            TripleOutcome::Added(id) | TripleOutcome::Existing(id) => id,
+            TripleOutcome::Added(id) | TripleOutcome::Existing(id) | TripleOutcome::Dated { id, .. } => id,
         }
     }
 }

@@ -360,12 +360,16 @@ fn kg_add(backend: &Backend, p: KgAdd) -> ToolResult {
         .kg_add(subject, predicate, object, from, to, None, source_drawer, source)
         .map_err(ToolError::from)
         .map_err(as_write_failure)?;
-    Ok(json!({
+    let mut value = json!({
         "success": true,
         "triple_id": outcome.id(),
         "fact": format!("{subject} → {predicate} → {object}"),
         "existing": matches!(outcome, TripleOutcome::Existing(_)),
-    }))
+    });
+    if let TripleOutcome::Dated { replaced, .. } = &outcome {
+        value["dated"] = json!(replaced);
+    }
+    Ok(value)
 }
 
 #[derive(Deserialize, JsonSchema)]

@@ -204,13 +204,23 @@ pub fn run_kg(palace: &Palace, command: KgCommand) -> Result<()> {
             let outcome =
                 palace.kg_add(&subject, &predicate, &object, from, to, confidence, None, Some("cli".into()))?;
             let existed = matches!(outcome, TripleOutcome::Existing(_));
+            let dated = match &outcome {
+                TripleOutcome::Dated { replaced, .. } => Some(replaced.clone()),
+                TripleOutcome::Added(_) | TripleOutcome::Existing(_) => None,
+            };
             if as_json {
-                output::json(
-                    &json!({"success": true, "triple_id": outcome.id(), "fact": format!("{subject} → {predicate} → {object}"), "existing": existed}),
-                )?;
+                let mut value = json!({"success": true, "triple_id": outcome.id(),
+                    "fact": format!("{subject} → {predicate} → {object}"), "existing": existed});
+                if let Some(replaced) = &dated {
+                    value["dated"] = json!(replaced);
+                }
+                output::json(&value)?;
             } else {
                 if existed {
-                    output::note("already known: the same current fact exists");
+                    output::note("already known: the same current fact holds since an earlier or equal start");
+                }
+                if let Some(replaced) = &dated {
+                    output::note(format!("the undated fact {replaced} now carries the start you gave"));
                 }
                 output::line(outcome.id())?;
             }

@@ -713,7 +713,37 @@ fn knowledge_graph_and_palace_graph_from_the_command_line(store: Store) {
     assert_eq!(sandbox.json(&["kg", "stats", "--json"])["entities"], entities, "nothing half-written");
 }
 
+/// Issue 15: output cut short by its reader (`mempalace search --json |
+/// head -c1`) is a normal end: exit 0 and no "internal error".
+fn a_closed_stdout_is_a_normal_end(store: Store) {
+    let sandbox = Sandbox::on(store);
+    let texts: Vec<String> =
+        (0..60).map(|i| format!("Closed pipe note {i}: {}", "long filler text ".repeat(40))).collect();
+    for text in &texts {
+        assert!(sandbox.run(&["add", "--raw", "--wing", "w", "--room", "r", text]).status.success());
+    }
+    for args in [
+        &["search", "closed pipe note", "--json", "--results", "100"][..],
+        &["export"][..],
+        &["status", "--json"][..],
+        &["recall", "--wing", "w"][..],
+    ] {
+        let mut child = sandbox
+            .cmd(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start");
+        drop(child.stdout.take()); // the reader goes away at once
+        let output = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("internal error") && !stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+    }
+}
+
 on_both!(
+    a_closed_stdout_is_a_normal_end,
     init_add_get_status_round_trip,
     soft_and_hard_delete,
     identity_set_and_show,
