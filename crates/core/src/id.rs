@@ -136,6 +136,13 @@ fn place_id(wing: &Wing, room: &Room, digest: &str) -> DrawerId {
     DrawerId(format!("drawer_{}_{}_{}", wing.as_str(), room.as_str(), &digest[..24]))
 }
 
+/// A hallway's id, the Python MemPalace's recipe: `hallway_{wing}_{a}_{b}_`
+/// and the first 8 hex digits of SHA-256 of `wing::a::b` (a, b sorted).
+pub fn hallway_id(wing: &str, a: &str, b: &str) -> String {
+    let digest = Sha256::digest(format!("{wing}::{a}::{b}").as_bytes());
+    format!("hallway_{wing}_{a}_{b}_{}", &hex::encode(digest)[..8])
+}
+
 /// Id of a drawer filed directly with its text (MemPalace `add_drawer`).
 pub fn drawer_id(wing: &Wing, room: &Room, content: &Content) -> DrawerId {
     place_id(wing, room, &sha256_hex(&[wing.as_str(), room.as_str(), content.as_str()]))

@@ -35,6 +35,11 @@ pub enum EngineError {
     /// A capability the call needs is not configured or not working.
     #[error("{0}")]
     Unavailable(String),
+    /// The request contradicts what the palace holds (a fact's end before
+    /// its start, an earlier start than the one recorded); the message says
+    /// what to do instead.
+    #[error("{0}")]
+    Conflict(String),
     /// The store refused or failed.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -21,6 +21,17 @@ pub const DEFAULT_MAX_ENTITIES: u64 = 5_000;
 /// Triples per workspace (seed 0 §6).
 pub const DEFAULT_MAX_TRIPLES: u64 = 50_000;
 
+/// What [`Palace::kg_supersede`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Superseded {
+    /// The successor fact (new or already current).
+    pub triple_id: String,
+    /// How many old facts ended (0: it was an add).
+    pub ended: usize,
+    /// The boundary used.
+    pub boundary: Timestamp,
+}
+
 /// A fact as queries return it: names, not ids.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fact {
@@ -143,16 +154,12 @@ impl Palace {
             match current.valid_from {
                 None => undated = Some(current),
                 Some(known) if start < known => {
-                    return Err(ValidationError::BadTime {
-                        what: "valid_from",
-                        reason: format!(
-                            "{subject} → {predicate} → {object} is current since {}; an earlier start would rewrite \
+                    return Err(EngineError::Conflict(format!(
+                        "{subject} → {predicate} → {object} is current since {}; an earlier start would rewrite \
                              it: end it first (`kg invalidate`) and add it again, or delete it (`kg delete {}`)",
-                            fact_time(Some(&known)).unwrap_or_default(),
-                            current.id
-                        ),
-                    }
-                    .into());
+                        fact_time(Some(&known)).unwrap_or_default(),
+                        current.id
+                    )));
                 }
                 Some(_) => return Ok(TripleOutcome::Existing(current.id)),
             }
@@ -218,15 +225,11 @@ impl Palace {
             && let Some(start) = current.valid_from
             && ended < start
         {
-            return Err(ValidationError::BadTime {
-                what: "ended",
-                reason: format!(
-                    "{} is before the fact began ({}); give an end on or after its start",
-                    fact_time(Some(&ended)).unwrap_or_default(),
-                    fact_time(Some(&start)).unwrap_or_default()
-                ),
-            }
-            .into());
+            return Err(EngineError::Conflict(format!(
+                "ended: {} is before the fact began ({}); give an end on or after its start",
+                fact_time(Some(&ended)).unwrap_or_default(),
+                fact_time(Some(&start)).unwrap_or_default()
+            )));
         }
         Ok(self.store().invalidate_triples(
             self.workspace(),
@@ -235,6 +238,51 @@ impl Palace {
             &entity_id(object),
             ended,
         )?)
+    }
+
+    /// Replaces the current fact `subject predicate old_object` by
+    /// `subject predicate new_object` at one boundary `at` (default now):
+    /// the old fact ends just before it and the new one starts at it, so a
+    /// point-in-time query at the boundary sees only the new value. Without
+    /// a current old fact this is an add. A boundary before the old fact
+    /// began is refused (it would invert the old window).
+    pub fn kg_supersede(
+        &self,
+        subject: &str,
+        predicate: &str,
+        old_object: &str,
+        new_object: &str,
+        at: Option<Timestamp>,
+    ) -> EngineResult<Superseded> {
+        let predicate_key = normalize_predicate(predicate)?;
+        let old_object = check_name("old_object", old_object)?;
+        let boundary = at.unwrap_or_else(|| self.now());
+        let old = self.current_triple(subject, &predicate_key, &old_object)?;
+        if let Some(old) = &old
+            && let Some(start) = old.valid_from
+            && boundary <= start
+        {
+            return Err(EngineError::Conflict(format!(
+                "at: {} is not after the old fact's start ({}); an inverted window would hide it from every query",
+                fact_time(Some(&boundary)).unwrap_or_default(),
+                fact_time(Some(&start)).unwrap_or_default()
+            )));
+        }
+        // The successor first: a crash between the two steps leaves both
+        // current (visible, nothing lost), never neither.
+        let added =
+            self.kg_add(subject, predicate, new_object, Some(boundary), None, None, None, Some("supersede".into()))?;
+        let ended = match &old {
+            Some(_) if entity_id(&old_object) != entity_id(new_object) => self.store().invalidate_triples(
+                self.workspace(),
+                &entity_id(subject),
+                &predicate_key,
+                &entity_id(&old_object),
+                mempalace_core::time::just_before(boundary),
+            )?,
+            _ => 0,
+        };
+        Ok(Superseded { triple_id: added.id().to_string(), ended, boundary })
     }
 
     fn facts(&self, triples: Vec<Triple>, about: Option<&str>) -> EngineResult<Vec<Fact>> {

@@ -12,6 +12,7 @@ pub mod drawers;
 pub mod embedding;
 pub mod error;
 pub mod graph;
+pub mod hallways;
 pub mod ingest;
 pub mod kg;
 pub mod layers;

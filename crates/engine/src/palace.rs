@@ -97,6 +97,7 @@ pub struct Palace {
     gates: TierGates,
     kg_limits: (u64, u64),
     graph_cache: Arc<GraphCache>,
+    hallway_cache: Arc<crate::hallways::HallwayCache>,
 }
 
 impl std::fmt::Debug for EmbedderCell {
@@ -216,6 +217,7 @@ impl Palace {
             gates: TierGates::default(),
             kg_limits: (crate::kg::DEFAULT_MAX_ENTITIES, crate::kg::DEFAULT_MAX_TRIPLES),
             graph_cache: Arc::default(),
+            hallway_cache: Arc::default(),
         }
     }
 
@@ -235,6 +237,7 @@ impl Palace {
             gates: self.gates,
             kg_limits: self.kg_limits,
             graph_cache: Arc::default(),
+            hallway_cache: Arc::default(),
         }
     }
 
@@ -251,6 +254,10 @@ impl Palace {
 
     pub(crate) fn graph_cache(&self) -> &GraphCache {
         &self.graph_cache
+    }
+
+    pub(crate) fn hallway_cache(&self) -> &crate::hallways::HallwayCache {
+        &self.hallway_cache
     }
 
     /// Sets the two phase gates of the tier decision.

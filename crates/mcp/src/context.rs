@@ -16,12 +16,51 @@ use mempalace_engine::{EmbedderCell, Palace};
 
 pub use mempalace_engine::EmbedderLoader;
 
+/// How the hooks save (`hooks` in config.json, as the Python MemPalace
+/// keeps it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HookSettings {
+    /// Save directly at a checkpoint (true, the default) or ask the agent to
+    /// save through the MCP tools (false).
+    pub silent_save: bool,
+    /// Show a desktop notification when a checkpoint is saved.
+    pub desktop_toast: bool,
+}
+
+impl Default for HookSettings {
+    fn default() -> Self {
+        Self { silent_save: true, desktop_toast: false }
+    }
+}
+
+/// The last checkpoint the hooks saved, not yet reported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookCheckpoint {
+    /// Messages it covered.
+    pub messages: u64,
+    /// When (as the hook wrote it).
+    pub timestamp: Option<String>,
+}
+
+/// What a server needs from the program hosting it beyond the palace: the
+/// user's configuration and the hooks' state, which only the binary reads
+/// and writes.
+pub trait Host: Send + Sync {
+    /// The hook settings.
+    fn hook_settings(&self) -> Result<HookSettings, String>;
+    /// Stores the hook settings.
+    fn set_hook_settings(&self, settings: HookSettings) -> Result<(), String>;
+    /// The last checkpoint not yet reported, forgotten once read.
+    fn take_last_checkpoint(&self) -> Result<Option<HookCheckpoint>, String>;
+}
+
 /// The palace a server works on, shared by all its sessions.
 #[derive(Clone)]
 pub struct Backend {
     palace: Palace,
     cell: Arc<EmbedderCell>,
     location: String,
+    host: Option<Arc<dyn Host>>,
 }
 
 impl Backend {
@@ -33,7 +72,19 @@ impl Backend {
             Some(loader) => EmbedderCell::load_in_background(loader),
             None => Arc::new(EmbedderCell::ready(None)),
         };
-        Self { palace: palace.with_deferred_embedder(Arc::clone(&cell)), cell, location }
+        Self { palace: palace.with_deferred_embedder(Arc::clone(&cell)), cell, location, host: None }
+    }
+
+    /// Gives the tools that need the user's configuration (hook settings)
+    /// a way to reach it.
+    pub fn with_host(mut self, host: Arc<dyn Host>) -> Self {
+        self.host = Some(host);
+        self
+    }
+
+    /// The hosting program's configuration access, when it gave one.
+    pub fn host(&self) -> Option<&Arc<dyn Host>> {
+        self.host.as_ref()
     }
 
     /// The palace (its embedder loads on first use).

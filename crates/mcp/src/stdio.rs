@@ -102,8 +102,8 @@ enum Incoming {
     Blank,
     /// Answer this error ourselves.
     Reject(String),
-    /// Hand the line to rmcp; a tool call is registered first.
-    Forward { call: Option<(String, String)>, cancelled: Option<String> },
+    /// Hand the line (or its rewrite) to rmcp; a tool call is registered first.
+    Forward { call: Option<(String, String)>, cancelled: Option<String>, rewritten: Option<String> },
 }
 
 fn classify(line: &str) -> Incoming {
@@ -118,7 +118,7 @@ fn classify(line: &str) -> Incoming {
             );
         }
     };
-    let Value::Object(message) = value else {
+    let Value::Object(mut message) = value else {
         return Incoming::Reject(
             json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": "Invalid Request"}}).to_string(),
         );
@@ -134,7 +134,18 @@ fn classify(line: &str) -> Incoming {
     let cancelled = (method == Some("notifications/cancelled"))
         .then(|| message.get("params").and_then(|p| p.get("requestId")).map(id_key))
         .flatten();
-    Incoming::Forward { call, cancelled }
+    // An `initialize` without a protocol version gets the oldest one, as the
+    // Python MemPalace answers it (rmcp would take it for the stateless
+    // revision and refuse it).
+    let mut rewritten = None;
+    if method == Some("initialize")
+        && let Some(Value::Object(params)) = message.get_mut("params")
+        && !params.contains_key("protocolVersion")
+    {
+        params.insert("protocolVersion".into(), Value::String("2024-11-05".into()));
+        rewritten = Some(Value::Object(message).to_string());
+    }
+    Incoming::Forward { call, cancelled, rewritten }
 }
 
 /// Serves MCP on stdin/stdout until the client closes stdin.
@@ -190,13 +201,14 @@ pub async fn serve_stdio(server: McpServer) -> Result<(), std::io::Error> {
                         tracing::warn!("a malformed JSON-RPC line on stdin was answered with an error");
                         let _ = out_tx.send(error);
                     }
-                    Incoming::Forward { call, cancelled } => {
+                    Incoming::Forward { call, cancelled, rewritten } => {
                         if let Some((id, tool)) = call {
                             sequencer.arrive(&id, tools.get(tool.as_str()).copied().unwrap_or(true));
                         }
                         if let Some(id) = cancelled {
                             sequencer.finish(&id);
                         }
+                        let line = rewritten.unwrap_or(line);
                         if to_rmcp.write_all(line.as_bytes()).await.is_err() || to_rmcp.write_all(b"\n").await.is_err()
                         {
                             break;
@@ -233,12 +245,18 @@ mod tests {
         }
         assert_eq!(
             classify(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"mempalace_search"}}"#),
-            Incoming::Forward { call: Some(("7".into(), "mempalace_search".into())), cancelled: None }
+            Incoming::Forward { call: Some(("7".into(), "mempalace_search".into())), cancelled: None, rewritten: None }
         );
         assert_eq!(
             classify(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}"#),
-            Incoming::Forward { call: None, cancelled: Some("\"a\"".into()) }
+            Incoming::Forward { call: None, cancelled: Some("\"a\"".into()), rewritten: None }
         );
+        match classify(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"capabilities":{}}}"#) {
+            Incoming::Forward { rewritten: Some(line), .. } => {
+                assert!(line.contains("\"protocolVersion\":\"2024-11-05\""))
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[tokio::test]

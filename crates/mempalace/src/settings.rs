@@ -456,6 +456,124 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
     })
 }
 
+/// The user's files beside the palace: `hooks` in `config.json` and the
+/// hooks' last checkpoint (`hook_state/last_checkpoint`), the Python
+/// MemPalace's places for both. The MCP server reaches them through this
+/// (its `Host`); the hook command writes the checkpoint.
+#[derive(Debug, Clone)]
+pub struct UserFiles {
+    dir: PathBuf,
+}
+
+impl UserFiles {
+    /// The files under `~/.mempalace` of `home`.
+    pub fn new(home: &Path) -> Self {
+        Self { dir: home.join(".mempalace") }
+    }
+
+    fn config_path(&self) -> PathBuf {
+        self.dir.join("config.json")
+    }
+
+    fn checkpoint_path(&self) -> PathBuf {
+        self.dir.join("hook_state").join("last_checkpoint")
+    }
+
+    fn config_object(&self) -> Result<serde_json::Map<String, Value>, String> {
+        let path = self.config_path();
+        match std::fs::read_to_string(&path) {
+            Ok(text) => match serde_json::from_str::<Value>(&text) {
+                Ok(Value::Object(map)) => Ok(map),
+                _ => Err(format!("{} is not a JSON object; fix it or move it aside", path.display())),
+            },
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(serde_json::Map::new()),
+            Err(error) => Err(format!("cannot read {}: {error}", path.display())),
+        }
+    }
+
+    /// Writes a file whole or not at all (a temporary file renamed over it).
+    fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
+        let dir = path.parent().ok_or_else(|| format!("{} has no folder", path.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let staging = dir.join(format!(".{}.tmp", path.file_name().and_then(|n| n.to_str()).unwrap_or("file")));
+        std::fs::write(&staging, text).map_err(|e| format!("cannot write {}: {e}", staging.display()))?;
+        std::fs::rename(&staging, path).map_err(|e| format!("cannot replace {}: {e}", path.display()))
+    }
+
+    /// Records a checkpoint the hook saved (`{"msgs", "ts"}`), for
+    /// `mempalace_memories_filed_away` to report once.
+    pub fn record_checkpoint(&self, messages: u64, at: &str) -> Result<(), String> {
+        Self::write_atomically(&self.checkpoint_path(), &serde_json::json!({"msgs": messages, "ts": at}).to_string())
+    }
+}
+
+impl mempalace_mcp::context::Host for UserFiles {
+    fn hook_settings(&self) -> Result<mempalace_mcp::context::HookSettings, String> {
+        let config = self.config_object()?;
+        let hooks = config.get("hooks").and_then(Value::as_object);
+        let flag =
+            |key: &str, default: bool| hooks.and_then(|h| h.get(key)).and_then(Value::as_bool).unwrap_or(default);
+        Ok(mempalace_mcp::context::HookSettings {
+            silent_save: flag("silent_save", true),
+            desktop_toast: flag("desktop_toast", false),
+        })
+    }
+
+    fn set_hook_settings(&self, settings: mempalace_mcp::context::HookSettings) -> Result<(), String> {
+        let mut config = self.config_object()?;
+        let mut hooks = config.get("hooks").and_then(Value::as_object).cloned().unwrap_or_default();
+        hooks.insert("silent_save".into(), Value::Bool(settings.silent_save));
+        hooks.insert("desktop_toast".into(), Value::Bool(settings.desktop_toast));
+        config.insert("hooks".into(), Value::Object(hooks));
+        let text = serde_json::to_string_pretty(&Value::Object(config)).map_err(|e| e.to_string())?;
+        Self::write_atomically(&self.config_path(), &(text + "\n"))
+    }
+
+    fn take_last_checkpoint(&self) -> Result<Option<mempalace_mcp::context::HookCheckpoint>, String> {
+        let path = self.checkpoint_path();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(error.to_string()),
+        };
+        // Reported once: forgotten whatever it held (as MemPalace does).
+        let _ = std::fs::remove_file(&path);
+        let value: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        Ok(Some(mempalace_mcp::context::HookCheckpoint {
+            messages: value.get("msgs").and_then(Value::as_u64).unwrap_or(0),
+            timestamp: value.get("ts").and_then(Value::as_str).map(str::to_string),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod user_file_tests {
+    use super::*;
+    use mempalace_mcp::context::{HookSettings, Host};
+
+    #[test]
+    fn hook_settings_round_trip_and_keep_the_rest_of_the_config() {
+        let home = tempfile::tempdir().unwrap();
+        let files = UserFiles::new(home.path());
+        assert_eq!(files.hook_settings().unwrap(), HookSettings::default());
+        std::fs::create_dir_all(home.path().join(".mempalace")).unwrap();
+        std::fs::write(home.path().join(".mempalace/config.json"), r#"{"palace_path": "~/p", "hooks": {"x": 1}}"#)
+            .unwrap();
+        files.set_hook_settings(HookSettings { silent_save: false, desktop_toast: true }).unwrap();
+        assert_eq!(files.hook_settings().unwrap(), HookSettings { silent_save: false, desktop_toast: true });
+        let text = std::fs::read_to_string(home.path().join(".mempalace/config.json")).unwrap();
+        let config = ConfigFile::parse(&text, Path::new("config.json")).unwrap();
+        assert_eq!(config.palace_path, Some(PathBuf::from("~/p")), "other keys stay");
+        assert!(text.contains("\"x\": 1"), "{text}");
+
+        assert_eq!(files.take_last_checkpoint().unwrap(), None);
+        files.record_checkpoint(7, "2026-11-26T17:00:00Z").unwrap();
+        let checkpoint = files.take_last_checkpoint().unwrap().unwrap();
+        assert_eq!((checkpoint.messages, checkpoint.timestamp.as_deref()), (7, Some("2026-11-26T17:00:00Z")));
+        assert_eq!(files.take_last_checkpoint().unwrap(), None, "reported once");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,11 +9,71 @@ use crate::registry::{ToolError, ToolSpec};
 
 pub mod memory;
 pub mod mempalace;
+pub mod operations;
 pub mod robotmem;
+
+/// The Python MemPalace 3.11's `tools/list` order (its TOOLS table); our
+/// `mempalace_*` tools are listed in it, ours alone (`wake_up`) after.
+const MEMPALACE_ORDER: &[&str] = &[
+    "status",
+    "list_wings",
+    "list_rooms",
+    "get_taxonomy",
+    "get_aaak_spec",
+    "kg_query",
+    "kg_add",
+    "kg_invalidate",
+    "kg_supersede",
+    "kg_timeline",
+    "kg_stats",
+    "traverse",
+    "find_tunnels",
+    "graph_stats",
+    "mesh_peers",
+    "create_tunnel",
+    "list_tunnels",
+    "delete_tunnel",
+    "list_hallways",
+    "delete_hallway",
+    "follow_tunnels",
+    "search",
+    "check_duplicate",
+    "add_drawer",
+    "checkpoint",
+    "delete_drawer",
+    "delete_drawers",
+    "mine",
+    "delete_by_source",
+    "sync",
+    "get_drawer",
+    "get_drawers",
+    "list_drawers",
+    "update_drawer",
+    "diary_write",
+    "diary_read",
+    "hook_settings",
+    "memories_filed_away",
+    "reconnect",
+    "event_append",
+    "task_create",
+    "event_list",
+    "event_wait",
+    "event_ack",
+    "artifact_put",
+    "artifact_get",
+    "patch_submit",
+];
 
 /// Every tool, in the order `tools/list` shows them.
 pub fn all() -> Vec<ToolSpec> {
-    let mut tools = mempalace::tools();
+    let mut family = mempalace::tools();
+    family.extend(operations::tools());
+    let rank = |name: &str| {
+        let short = name.strip_prefix("mempalace_").unwrap_or(name);
+        MEMPALACE_ORDER.iter().position(|n| *n == short).unwrap_or(MEMPALACE_ORDER.len())
+    };
+    family.sort_by_key(|tool| rank(tool.name));
+    let mut tools = family;
     tools.extend(memory::tools());
     tools.extend(robotmem::tools());
     tools

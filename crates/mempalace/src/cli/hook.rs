@@ -91,11 +91,23 @@ pub enum HookCommand {
 #[derive(Debug, Default)]
 struct Work {
     context: Option<String>,
+    /// Ask the agent to save (silent saving off, a checkpoint due).
+    block: Option<String>,
     summary: Value,
 }
 
 fn work(palace: &Palace, input: &Value, hook: HookKind, home: Option<&std::path::Path>) -> Result<Work> {
+    use mempalace_mcp::context::Host as _;
     let mut result = Work::default();
+    let files = home.map(crate::settings::UserFiles::new);
+    let settings = files.as_ref().map(|f| f.hook_settings()).transpose().unwrap_or_else(|error| {
+        tracing::warn!(%error, "cannot read the hook settings; saving silently");
+        None
+    });
+    let mode = settings.map_or(SaveMode { silent: true, toast: false }, |s| SaveMode {
+        silent: s.silent_save,
+        toast: s.desktop_toast,
+    });
     let mut mined = json!(null);
     if let Some(path) = input["transcript_path"].as_str().filter(|p| !p.is_empty()) {
         let path = PathBuf::from(shellexpand_home(path, home));
@@ -106,7 +118,20 @@ fn work(palace: &Palace, input: &Value, hook: HookKind, home: Option<&std::path:
             {
                 mined = json!({"added": filing.added, "unchanged": filing.unchanged, "removed": filing.removed});
                 let session = input["session_id"].as_str().unwrap_or("unknown").to_string();
-                checkpoint(palace, &wing, &session, human_messages, last_human.as_deref())?;
+                match checkpoint(palace, &wing, &session, human_messages, last_human.as_deref(), mode)? {
+                    Checkpointed::NotDue => {}
+                    Checkpointed::Written(covered) => {
+                        if let Some(files) = &files {
+                            let at = mempalace_core::time::format_timestamp(&palace.now());
+                            if let Err(error) = files.record_checkpoint(covered as u64, &at) {
+                                tracing::warn!(%error, "cannot record the checkpoint for memories_filed_away");
+                            }
+                        }
+                    }
+                    Checkpointed::Asked => {
+                        result.block = Some(format!("{STOP_BLOCK_REASON} Write diary entry to wing={wing}."));
+                    }
+                }
             }
         }
     }
@@ -125,15 +150,41 @@ fn shellexpand_home(path: &str, home: Option<&std::path::Path>) -> String {
     }
 }
 
+/// What the agent is told when the hooks do not save by themselves
+/// (`hooks.silent_save: false`), as the Python MemPalace words it.
+const STOP_BLOCK_REASON: &str = "MemPalace auto-save checkpoint. Use mempalace_diary_write (session summary) and \
+mempalace_add_drawer (quotes, decisions, code) to save session content. Do NOT use native auto-memory files.";
+
+/// How a due checkpoint is saved.
+#[derive(Debug, Clone, Copy)]
+struct SaveMode {
+    /// Write it here (else ask the agent to save).
+    silent: bool,
+    /// Show a desktop notification when written.
+    toast: bool,
+}
+
+/// What a checkpoint did.
+enum Checkpointed {
+    /// Not due yet.
+    NotDue,
+    /// Written: the messages it covered.
+    Written(usize),
+    /// Due, left to the agent (silent saving is off).
+    Asked,
+}
+
 /// Writes `CHECKPOINT:date|session:id|msgs:n|recent:…` to the hook's diary
-/// when at least [`CHECKPOINT_EVERY`] human messages came since the last one.
+/// when at least [`CHECKPOINT_EVERY`] human messages came since the last one
+/// (or, with silent saving off, says the agent should save).
 fn checkpoint(
     palace: &Palace,
     wing: &mempalace_core::Wing,
     session: &str,
     messages: usize,
     last: Option<&str>,
-) -> Result<()> {
+    mode: SaveMode,
+) -> Result<Checkpointed> {
     let page = palace.diary_read(HOOK_AGENT, Some(wing.as_str()), Some("diary"), 100)?;
     let done = page
         .entries
@@ -143,7 +194,10 @@ fn checkpoint(
         .max()
         .unwrap_or(0) as usize;
     if messages < done + CHECKPOINT_EVERY {
-        return Ok(());
+        return Ok(Checkpointed::NotDue);
+    }
+    if !mode.silent {
+        return Ok(Checkpointed::Asked);
     }
     let recent: String = last.unwrap_or("").replace('\n', " ").chars().take(80).collect();
     let text =
@@ -159,10 +213,30 @@ fn checkpoint(
         context: [("session".to_string(), json!(session)), ("msgs".to_string(), json!(messages))].into_iter().collect(),
     })?;
     tracing::info!(%id, messages, "diary checkpoint written");
-    Ok(())
+    if mode.toast {
+        notify(&format!("Checkpoint saved — {} messages archived", messages - done));
+    }
+    Ok(Checkpointed::Written(messages - done))
 }
 
-fn reply(harness: Harness, hook: HookKind, context: Option<String>) -> Value {
+/// A desktop notification through `notify-send`, when there is one; a
+/// failure is only logged (the hook must never fail the session).
+fn notify(body: &str) {
+    let shown = std::process::Command::new("notify-send")
+        .args(["--app-name=MemPalace", "MemPalace", body])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if let Err(error) = shown {
+        tracing::debug!(%error, "no desktop notification");
+    }
+}
+
+fn reply(harness: Harness, hook: HookKind, context: Option<String>, block: Option<String>) -> Value {
+    if let (Some(reason), HookKind::Stop | HookKind::Precompact) = (block, hook) {
+        return json!({"decision": "block", "reason": reason});
+    }
     match (harness, hook, context) {
         (Harness::ClaudeCode, HookKind::SessionStart, Some(text)) if !text.trim().is_empty() => json!({
             "hookSpecificOutput": {"hookEventName": hook.event(), "additionalContext": text}
@@ -185,6 +259,10 @@ pub fn run(settings: &Settings, command: HookCommand) -> Result<()> {
             Value::Null
         }
     };
+    let stop_hook_active = matches!(&input["stop_hook_active"], Value::Bool(true))
+        || input["stop_hook_active"]
+            .as_str()
+            .is_some_and(|s| matches!(s.to_lowercase().as_str(), "true" | "1" | "yes"));
     let (sender, receiver) = mpsc::channel();
     let settings = settings.clone();
     let hook = args.hook;
@@ -194,23 +272,26 @@ pub fn run(settings: &Settings, command: HookCommand) -> Result<()> {
             .and_then(|palace| work(&palace, &input, hook, settings.home.as_deref()));
         let _ = sender.send(outcome);
     });
-    let context = match receiver.recv_timeout(hook.deadline()) {
+    let (context, block) = match receiver.recv_timeout(hook.deadline()) {
         Ok(Ok(work)) => {
             tracing::info!(summary = %work.summary, "hook done");
-            work.context
+            (work.context, work.block)
         }
         Ok(Err(error)) => {
             tracing::warn!(error = format!("{error:#}"), "hook work failed; the session goes on");
-            None
+            (None, None)
         }
         Err(_) => {
             tracing::warn!(
                 seconds = hook.deadline().as_secs(),
                 "hook work still running at the deadline; answering now"
             );
-            None
+            (None, None)
         }
     };
-    output::json(&reply(args.harness, hook, context))?;
+    // A session asked to save already is not asked again (the harness sets
+    // `stop_hook_active` while it acts on a block).
+    let block = block.filter(|_| !stop_hook_active);
+    output::json(&reply(args.harness, hook, context, block))?;
     Ok(())
 }

@@ -63,7 +63,10 @@ fn server(settings: &Settings, tools: &ToolsArg) -> Result<McpServer> {
     let for_loader = settings.clone();
     let loader: EmbedderLoader =
         Box::new(move || super::embedder::build(&for_loader).map_err(|error| format!("{error:#}")));
-    let backend = Backend::new(palace, settings.location(), Some(loader));
+    let mut backend = Backend::new(palace, settings.location(), Some(loader));
+    if let Some(home) = &settings.home {
+        backend = backend.with_host(std::sync::Arc::new(crate::settings::UserFiles::new(home)));
+    }
     Ok(McpServer::new(backend, profile))
 }
 

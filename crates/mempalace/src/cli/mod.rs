@@ -9,6 +9,7 @@
 mod bench;
 mod drawer;
 mod embedder;
+mod hallways;
 mod hook;
 mod identity;
 mod kg;
@@ -111,6 +112,8 @@ pub enum Command {
     /// The palace graph: rooms, wings, tunnels.
     #[command(subcommand)]
     Graph(kg::GraphCommand),
+    /// Entity pairs that drawers of a wing mention together (hallways), strongest first.
+    Hallways(hallways::HallwaysArgs),
     /// Fetch, distill and inspect embedding models.
     #[command(subcommand)]
     Model(model::ModelCommand),
@@ -204,6 +207,7 @@ fn engine_exit(error: &EngineError) -> Exit {
         EngineError::Invalid(_) => Exit::Usage,
         EngineError::NotFound { .. } | EngineError::RoomNotFound { .. } => Exit::NotFound,
         EngineError::Unavailable(_) => Exit::Unavailable,
+        EngineError::Conflict(_) => Exit::Usage,
         EngineError::Store(error) => store_exit(error),
     }
 }
@@ -372,6 +376,7 @@ pub fn run(cli: Cli, env: &BTreeMap<String, String>) -> Result<()> {
             settings.home.as_deref(),
         ),
         Command::Serve(args) => mcp::serve(&settings, args),
+        Command::Hallways(args) => hallways::run(&open_palace(&settings, Access::Read)?, args),
         Command::Kg(command) => {
             let access = if matches!(command, kg::KgCommand::Add { .. }) { Access::Create } else { Access::Read };
             kg::run_kg(&open_palace(&settings, access)?, command)

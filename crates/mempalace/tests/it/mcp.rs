@@ -135,6 +135,13 @@ fn two_stdio_servers_share_one_palace(store: Store) {
     scenario(&sandbox(store), "two-servers", &[]);
 }
 
+/// Issue 15: MemPalace 3.11's upkeep tools — kg_supersede, get_drawers,
+/// delete_drawers, mine, sync, delete_by_source, checkpoint, hallways,
+/// hook_settings, memories_filed_away, mesh_peers.
+fn operations_tools_round_trip(store: Store) {
+    scenario(&sandbox(store), "operations", &[]);
+}
+
 /// Issue 6: seed 0's memory_* tools.
 fn memory_tools_round_trip(store: Store) {
     scenario(&sandbox(store), "memory", &[]);
@@ -233,6 +240,7 @@ fn mcp_alone_prints_setup_commands() {
 }
 
 on_both!(
+    operations_tools_round_trip,
     pipelined_stdio_calls_run_in_order_and_bad_lines_get_errors,
     stdio_round_trips_with_the_python_sdk,
     http_round_trips_with_the_python_sdk,

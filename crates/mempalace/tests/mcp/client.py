@@ -23,15 +23,15 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
-MEMPALACE_TOOLS = [
-    "mempalace_status", "mempalace_list_wings", "mempalace_list_rooms", "mempalace_get_taxonomy",
-    "mempalace_get_aaak_spec", "mempalace_kg_query", "mempalace_kg_add", "mempalace_kg_invalidate",
-    "mempalace_kg_timeline", "mempalace_kg_stats", "mempalace_traverse", "mempalace_find_tunnels",
-    "mempalace_graph_stats", "mempalace_create_tunnel", "mempalace_list_tunnels", "mempalace_delete_tunnel",
-    "mempalace_follow_tunnels", "mempalace_search", "mempalace_check_duplicate", "mempalace_add_drawer",
-    "mempalace_delete_drawer", "mempalace_get_drawer", "mempalace_list_drawers", "mempalace_update_drawer",
-    "mempalace_diary_write", "mempalace_diary_read", "mempalace_reconnect", "mempalace_wake_up",
-]
+# The Python MemPalace 3.11's tools in its order, then ours alone (wake_up).
+MEMPALACE_TOOLS = ["mempalace_" + name for name in [
+    "status", "list_wings", "list_rooms", "get_taxonomy", "get_aaak_spec", "kg_query", "kg_add", "kg_invalidate",
+    "kg_supersede", "kg_timeline", "kg_stats", "traverse", "find_tunnels", "graph_stats", "mesh_peers",
+    "create_tunnel", "list_tunnels", "delete_tunnel", "list_hallways", "delete_hallway", "follow_tunnels", "search",
+    "check_duplicate", "add_drawer", "checkpoint", "delete_drawer", "delete_drawers", "mine", "delete_by_source",
+    "sync", "get_drawer", "get_drawers", "list_drawers", "update_drawer", "diary_write", "diary_read",
+    "hook_settings", "memories_filed_away", "reconnect", "wake_up",
+]]
 MEMORY_TOOLS = [
     "memory_status", "memory_list_wings", "memory_list_rooms", "memory_get_taxonomy", "memory_search",
     "memory_check_duplicate", "memory_traverse", "memory_find_tunnels", "memory_graph_stats", "memory_add_drawer",
@@ -276,6 +276,109 @@ async def errors(session):
     check("total_drawers" in status, "the server still answers after errors")
 
 
+async def operations(session, home):
+    """MemPalace 3.11's upkeep tools: supersede, bulk reads and deletes,
+    delete by source, mine and sync, checkpoint, hallways, hooks, mesh."""
+    # kg_supersede: one boundary; the old value ends just before it.
+    await call(session, "mempalace_kg_add", {"subject": "Rover", "predicate": "uses_model", "object": "MiniLM",
+                                             "valid_from": "2025-01-01"})
+    sup = await call(session, "mempalace_kg_supersede", {"subject": "Rover", "predicate": "uses_model",
+                                                        "old_object": "MiniLM", "new_object": "BGE", "at": "2026-03-01"})
+    check(sup["success"] and sup["superseded"] == "MiniLM" and sup["ended"] == 1, "kg_supersede", sup)
+    at = await call(session, "mempalace_kg_query", {"entity": "Rover", "as_of": "2026-03-01T00:00:00Z"})
+    check([f["object"] for f in at["facts"]] == ["BGE"], "at the boundary only the successor holds", at)
+    before = await call(session, "mempalace_kg_query", {"entity": "Rover", "as_of": "2026-02-28"})
+    check([f["object"] for f in before["facts"]] == ["MiniLM"], "before it the old value", before)
+    inverted = await call_error(session, "mempalace_kg_supersede", {"subject": "Rover", "predicate": "uses_model",
+                                                                   "old_object": "BGE", "new_object": "X", "at": "2020-01-01"})
+    check(inverted["success"] is False and "start" in inverted["error"], "an inverted boundary is refused", inverted)
+
+    # Bulk reads and deletes.
+    ids = []
+    for n in range(3):
+        added = await call(session, "mempalace_add_drawer", {"wing": "bulk", "room": "items",
+                                                             "content": f"Bulk item number {n}: crate {700 + n} shipped to Oslo."})
+        ids.append(added["drawer_id"])
+    got = await call(session, "mempalace_get_drawers", {"drawer_ids": ids + ["drawer_missing_x_1"]})
+    check(got["count"] == 4 and got["errors"] == 1 and got["results"][0]["drawer_id"] == ids[0]
+          and got["results"][3]["error"].startswith("Drawer not found"), "get_drawers in input order", got)
+    too_many = await call_error(session, "mempalace_get_drawers", {"drawer_ids": [f"d{i}" for i in range(501)]})
+    check("at most 500" in too_many["error"], "the bulk limit", too_many)
+    gone = await call(session, "mempalace_delete_drawers", {"drawer_ids": ids[:2]})
+    check(gone["deleted"] == 2 and gone["errors"] == 0, "delete_drawers", gone)
+
+    # Mine a project, preview and apply sync, delete a source.
+    project = os.path.join(home, "project")
+    os.makedirs(os.path.join(project, "docs"), exist_ok=True)
+    with open(os.path.join(project, "README.md"), "w") as f:
+        f.write("# Project\n\nThe greenhouse controller waters the tomatoes at dawn.\n")
+    with open(os.path.join(project, "docs", "pumps.md"), "w") as f:
+        f.write("The pump schedule runs every four hours from the solar battery.\n")
+    with open(os.path.join(project, ".gitignore"), "w") as f:
+        f.write("")
+    dry = await call(session, "mempalace_mine", {"source": project, "dry_run": True})
+    check(dry["success"] and dry["dry_run"] and dry["report"]["drawers_added"] == 2, "mine dry run", dry)
+    mined = await call(session, "mempalace_mine", {"source": project, "wing": "greenhouse"})
+    check(mined["report"]["drawers_added"] == 2 and "files" in mined["output"], "mine", mined)
+    again = await call(session, "mempalace_mine", {"source": project, "wing": "greenhouse"})
+    check(again["report"]["drawers_added"] == 0, "mining again files nothing", again)
+    bad_mode = await call_error(session, "mempalace_mine", {"source": project, "mode": "extract"})
+    check(bad_mode["success"] is False, "mode extract is refused", bad_mode)
+    os.remove(os.path.join(project, "docs", "pumps.md"))
+    preview = await call(session, "mempalace_sync", {"wing": "greenhouse"})
+    check(preview["success"] and preview["dry_run"] and preview["missing"] == 1 and preview["removed_drawers"] == 0,
+          "sync previews by default", preview)
+    unscoped = await call_error(session, "mempalace_sync", {"apply": True})
+    check(unscoped["success"] is False and "wing" in unscoped["error"], "apply needs a scope", unscoped)
+    applied = await call(session, "mempalace_sync", {"wing": "greenhouse", "apply": True})
+    check(applied["removed_drawers"] == 1, "sync applies", applied)
+    readme = os.path.realpath(os.path.join(project, "README.md"))
+    source_preview = await call(session, "mempalace_delete_by_source", {"source_file": readme})
+    check(source_preview["dry_run"] and source_preview["match_count"] == 1, "delete_by_source previews", source_preview)
+    removed = await call(session, "mempalace_delete_by_source", {"source_file": readme, "dry_run": False})
+    check(removed["deleted"] == 1, "delete_by_source deletes", removed)
+
+    # One-call checkpoint: a duplicate is skipped, a new fact filed, a diary written.
+    saved = await call(session, "mempalace_checkpoint", {
+        "items": [{"wing": "bulk", "room": "items", "content": "Bulk item number 2: crate 702 shipped to Oslo."},
+                  {"wing": "bulk", "room": "items", "content": "Bulk item number 3: crate 703 shipped to Bergen."},
+                  {"wing": "bulk"}, "junk"],
+        "diary": {"agent_name": "Tester", "entry": "SESSION:checkpoint|filed crates"}})
+    check(len(saved["duplicates"]) == 1 and len(saved["added"]) == 1 and len(saved["errors"]) == 2
+          and saved["diary"]["success"], "checkpoint files, skips and reports", saved)
+
+    # Hallways: two entities named together in two drawers of a wing.
+    for text in ["Alice Moreau calibrated the Kestrel arm before the demo.",
+                 "Alice Moreau and the Kestrel arm team met on Tuesday about torque limits."]:
+        await call(session, "mempalace_add_drawer", {"wing": "lab", "room": "arm", "content": text})
+    hallways = await call(session, "mempalace_list_hallways", {"wing": "lab"})
+    check(hallways["total"] >= 1 and hallways["hallways"][0]["co_occurrence_count"] >= 2, "list_hallways", hallways)
+    first = hallways["hallways"][0]["id"]
+    check((await call(session, "mempalace_delete_hallway", {"hallway_id": first}))["deleted"], "delete_hallway")
+    check(not (await call(session, "mempalace_delete_hallway", {"hallway_id": first}))["deleted"], "deleted once")
+    after = await call(session, "mempalace_list_hallways", {"wing": "lab"})
+    check(all(h["id"] != first for h in after["hallways"]), "a deleted hallway stays hidden", after)
+
+    # Hooks: settings in config.json, and the checkpoint notice.
+    settings = await call(session, "mempalace_hook_settings")
+    check(settings["settings"] == {"silent_save": True, "desktop_toast": False}, "hook defaults", settings)
+    changed = await call(session, "mempalace_hook_settings", {"silent_save": False})
+    check(changed["updated"] == ["silent_save → False"] and changed["settings"]["silent_save"] is False, "hook_settings set", changed)
+    with open(os.path.join(home, ".mempalace", "config.json")) as f:
+        check(json.load(f)["hooks"]["silent_save"] is False, "stored in config.json")
+    quiet = await call(session, "mempalace_memories_filed_away")
+    check(quiet["status"] == "quiet" and quiet["count"] == 0, "no checkpoint yet", quiet)
+    os.makedirs(os.path.join(home, ".mempalace", "hook_state"), exist_ok=True)
+    with open(os.path.join(home, ".mempalace", "hook_state", "last_checkpoint"), "w") as f:
+        json.dump({"msgs": 7, "ts": "2026-11-26T17:00:00"}, f)
+    filed = await call(session, "mempalace_memories_filed_away")
+    check(filed["status"] == "ok" and filed["count"] == 7 and "7 messages" in filed["message"], "a checkpoint is reported", filed)
+    check((await call(session, "mempalace_memories_filed_away"))["status"] == "quiet", "once")
+
+    mesh = await call(session, "mempalace_mesh_peers")
+    check(mesh["peers"] == [] and mesh["self"]["replica_id"].startswith("rep_"), "mesh_peers", mesh)
+
+
 async def profiles(args):
     for profile, expected in (("memory", MEMORY_TOOLS), ("robotmem", ROBOTMEM_TOOLS),
                               ("all", MEMPALACE_TOOLS + MEMORY_TOOLS + ROBOTMEM_TOOLS)):
@@ -453,6 +556,9 @@ async def main():
         await unauthorized(args.url)
     elif args.scenario == "http-guards":
         guards(args.url)
+    elif args.scenario == "operations":
+        async with stdio_session(args) as session:
+            await operations(session, os.environ["TEST_HOME"])
     elif args.scenario == "profiles":
         await profiles(args)
     elif args.scenario == "two-servers":
