@@ -70,6 +70,17 @@ if ! "$venv/bin/python" -c 'import mcp' 2>/dev/null; then
 fi
 export MEMPALACE_TEST_PYTHON="$venv/bin/python"
 
+# The Python MemPalace itself, the reference our MCP tool schemas are
+# diffed against (crates/mempalace/tests/it/mcp.rs); pinned, in a
+# virtualenv of its own (it brings ChromaDB and onnxruntime).
+reference="$target_dir/mempalace-ref-venv"
+if ! "$reference/bin/python" -c 'import mempalace.mcp_server' 2>/dev/null; then
+    rm -rf "$reference"
+    python3 -m venv "$reference"
+    "$reference/bin/python" -m pip install --quiet --disable-pip-version-check 'mempalace==3.11.0'
+fi
+export MEMPALACE_TEST_REFERENCE_PYTHON="$reference/bin/python"
+
 # PostgreSQL with pgvector for the scale-out backend's tests: a throwaway
 # cluster on a loopback port, started here and stopped when the run ends.
 # Tests asked to use PostgreSQL fail (never skip) when it is unreachable.

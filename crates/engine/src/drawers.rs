@@ -120,6 +120,35 @@ impl Palace {
         Ok(DrawerPage { drawers, total })
     }
 
+    /// A page of visible drawers of one wing and/or room filed in a time
+    /// window (`since` inclusive, `before` exclusive), newest first.
+    pub fn page_drawers_between(
+        &self,
+        wing: Option<&str>,
+        room: Option<&str>,
+        since: Option<Timestamp>,
+        before: Option<Timestamp>,
+        offset: usize,
+        limit: usize,
+    ) -> EngineResult<DrawerPage> {
+        if since.is_none() && before.is_none() {
+            return self.page_drawers(wing, room, offset, limit);
+        }
+        let filter = mempalace_store::DrawerFilter {
+            wings: wing.iter().map(|w| w.to_string()).collect(),
+            rooms: room.iter().map(|r| r.to_string()).collect(),
+            filed_after: since,
+            filed_before: before.map(mempalace_core::time::just_before),
+            ..Default::default()
+        };
+        let ids = self.store().filtered_ids(self.workspace(), &filter)?;
+        let mut drawers = self.store().drawers(self.workspace(), &ids)?;
+        drawers.sort_by(|a, b| b.filed_at.cmp(&a.filed_at).then_with(|| a.id.cmp(&b.id)));
+        let total = drawers.len() as u64;
+        let drawers = drawers.into_iter().skip(offset).take(limit).collect();
+        Ok(DrawerPage { drawers, total })
+    }
+
     /// Changes a drawer's text and/or place, keeping its id. A new text is
     /// re-embedded (when an embedder is configured) and re-indexed.
     pub fn update_drawer(&self, id: &DrawerId, update: DrawerUpdate) -> EngineResult<Drawer> {

@@ -65,14 +65,18 @@ pub struct Backend {
 
 impl Backend {
     /// A backend whose embedder comes from `loader`, run on its own thread
-    /// (`None`: no vectors). `location` is what status reports as the
-    /// palace path.
+    /// (`None`: the palace's own, if it has one). `location` is what status
+    /// reports as the palace path.
     pub fn new(palace: Palace, location: String, loader: Option<EmbedderLoader>) -> Self {
-        let cell = match loader {
-            Some(loader) => EmbedderCell::load_in_background(loader),
-            None => Arc::new(EmbedderCell::ready(None)),
+        // Without a loader the palace keeps the embedder it has (if any).
+        let (palace, cell) = match loader {
+            Some(loader) => {
+                let cell = EmbedderCell::load_in_background(loader);
+                (palace.with_deferred_embedder(Arc::clone(&cell)), cell)
+            }
+            None => (palace, Arc::new(EmbedderCell::ready(None))),
         };
-        Self { palace: palace.with_deferred_embedder(Arc::clone(&cell)), cell, location, host: None }
+        Self { palace, cell, location, host: None }
     }
 
     /// Gives the tools that need the user's configuration (hook settings)

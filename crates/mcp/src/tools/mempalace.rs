@@ -416,15 +416,29 @@ struct KgTimeline {
     /// Entity to get timeline for (optional — omit for full timeline)
     #[serde(default)]
     entity: Option<String>,
+    /// Facts per page (default 100, 1–100)
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 100))]
+    limit: Option<i64>,
+    /// Offset for pagination (default 0)
+    #[serde(default)]
+    #[schemars(range(min = 0))]
+    offset: Option<i64>,
 }
 
 fn kg_timeline(backend: &Backend, p: KgTimeline) -> ToolResult {
     let entity = p.entity.as_deref().map(str::trim).filter(|e| !e.is_empty());
+    let limit = within("limit", p.limit.unwrap_or(100), 1, 100)? as usize;
+    let offset = within("offset", p.offset.unwrap_or(0), 0, i64::from(u32::MAX))? as usize;
     let facts = backend.palace().kg_timeline(entity)?;
+    let page: Vec<Value> = facts.iter().skip(offset).take(limit).map(shapes::fact).collect();
     Ok(json!({
         "entity": entity.unwrap_or("all"),
-        "timeline": facts.iter().map(shapes::fact).collect::<Vec<_>>(),
-        "count": facts.len(),
+        "count": page.len(),
+        "timeline": page,
+        "total": facts.len(),
+        "offset": offset,
+        "limit": limit,
     }))
 }
 
@@ -905,6 +919,12 @@ struct ListDrawers {
     /// Filter by room (optional)
     #[serde(default)]
     room: Option<String>,
+    /// Only drawers filed on or after this ISO date/time, inclusive (e.g. '2026-04-01'). Optional.
+    #[serde(default)]
+    since: Option<String>,
+    /// Only drawers filed before this ISO date/time, exclusive (e.g. '2026-05-01'). Optional.
+    #[serde(default)]
+    before: Option<String>,
     /// Max results per page (default 20, max 100)
     #[serde(default)]
     #[schemars(range(min = 1, max = 100))]
@@ -920,9 +940,13 @@ fn list_drawers(backend: &Backend, p: ListDrawers) -> ToolResult {
     let room = opt_room("room", p.room.as_deref())?;
     let limit = within("limit", p.limit.unwrap_or(20), 1, 100)? as usize;
     let offset = within("offset", p.offset.unwrap_or(0), 0, i64::from(u32::MAX))? as usize;
-    let page = backend.palace().page_drawers(
+    let since = date("since", p.since.as_deref(), DayEdge::Start)?;
+    let before = date("before", p.before.as_deref(), DayEdge::Start)?;
+    let page = backend.palace().page_drawers_between(
         wing.as_ref().map(|w| w.as_str()),
         room.as_ref().map(|r| r.as_str()),
+        since,
+        before,
         offset,
         limit,
     )?;

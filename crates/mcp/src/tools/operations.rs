@@ -555,6 +555,7 @@ struct Checkpoint {
     items: Vec<Value>,
     /// Optional diary entry written after filing: {agent_name, entry, topic?, wing?}. entry is AAAK-format.
     #[serde(default)]
+    #[schemars(with = "Option<CheckpointDiary>")]
     diary: Option<Value>,
     /// Similarity threshold 0-1 for the per-item duplicate check (default 0.9)
     #[serde(default)]

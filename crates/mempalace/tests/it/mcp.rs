@@ -142,6 +142,28 @@ fn operations_tools_round_trip(store: Store) {
     scenario(&sandbox(store), "operations", &[]);
 }
 
+/// Issue 15: every tool of the Python MemPalace 3.11 (its `tools/list`,
+/// recorded in `fixtures/mempalace-3.11/tools-list.json`) exists here with
+/// its parameters, their types, no extra required ones, and its read-only
+/// hint. With the installed MemPalace (`$MEMPALACE_TEST_REFERENCE_PYTHON`,
+/// a virtualenv scripts/test.sh creates) the recording is checked against
+/// the live server too.
+#[test]
+fn tool_schemas_match_the_python_mempalace() {
+    let fixtures = mempalace_testdata::repo_root().join("fixtures");
+    let reference = std::env::var("MEMPALACE_TEST_REFERENCE_PYTHON").unwrap_or_else(|_| {
+        panic!(
+            "MEMPALACE_TEST_REFERENCE_PYTHON is not set: run ./scripts/test.sh, which creates a virtualenv with \
+             mempalace==3.11.0 (the Python MemPalace) and points this variable at its python"
+        )
+    });
+    scenario(
+        &sandbox(Store::Sqlite),
+        "schema-diff",
+        &["--fixtures", fixtures.to_str().unwrap(), "--reference-python", &reference],
+    );
+}
+
 /// Issue 6: seed 0's memory_* tools.
 fn memory_tools_round_trip(store: Store) {
     scenario(&sandbox(store), "memory", &[]);

@@ -1,0 +1,272 @@
+//! Golden result files: every tool of every family is called on a palace
+//! built from a fixed script (fixed clock, the static embedding model), and
+//! its JSON result must match `tests/golden/<tool>.json` — the keys, their
+//! nesting and their values. A diff fails and names the tool; run with
+//! `UPDATE_GOLDEN=1` to rewrite the files after a deliberate change (and
+//! read the diff in review).
+//!
+//! Values that cannot be fixed are normalised before the comparison: the
+//! temporary folder's path becomes `<tmp>`, non-integral numbers become
+//! `"<number>"` (similarities and scores differ in their last digits between
+//! CPUs' kernels), generated session and episode ids become `"<session>"`
+//! and `"<episode>"`, and run times `"<seconds>"`.
+
+// Tests take their setup (model directory) from the environment that
+// scripts/test.sh prepares; UPDATE_GOLDEN rewrites the files.
+#![allow(clippy::disallowed_methods)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mempalace_core::{Timestamp, WorkspaceId};
+use mempalace_embed::Embedder;
+use mempalace_engine::Palace;
+use mempalace_mcp::{Backend, McpServer, Profile};
+use mempalace_sqlite::{SqliteOptions, SqliteStore};
+use serde_json::{Map, Value, json};
+
+fn model_dir() -> PathBuf {
+    PathBuf::from(
+        std::env::var_os("MEMPALACE_MODEL_DIR")
+            .expect("MEMPALACE_MODEL_DIR is not set; run ./scripts/test.sh (it fetches and distills the models)"),
+    )
+}
+
+fn fixed_clock() -> Timestamp {
+    mempalace_core::time::parse_timestamp("2026-11-26T12:00:00Z", "clock", mempalace_core::time::DayEdge::Start)
+        .expect("a valid time")
+}
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+}
+
+/// Replaces what differs between runs and machines.
+fn normalise(value: Value, tmp: &str, key: Option<&str>) -> Value {
+    match value {
+        Value::String(text) if text.starts_with("session_2") => Value::String("<session>".into()),
+        Value::String(text) if text.starts_with("episode_") => Value::String("<episode>".into()),
+        Value::String(text) => Value::String(text.replace(tmp, "<tmp>")),
+        Value::Number(number) if key == Some("seconds") => {
+            let _ = number;
+            Value::String("<seconds>".into())
+        }
+        Value::Number(number) if number.is_f64() && number.as_f64().is_some_and(|f| f.fract() != 0.0) => {
+            Value::String("<number>".into())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(|v| normalise(v, tmp, key)).collect()),
+        Value::Object(map) => {
+            Value::Object(map.into_iter().map(|(k, v)| (k.clone(), normalise(v, tmp, Some(&k)))).collect())
+        }
+        other => other,
+    }
+}
+
+struct Recorder {
+    server: McpServer,
+    tmp: String,
+    results: BTreeMap<String, Vec<Value>>,
+}
+
+impl Recorder {
+    /// Calls a tool and records its result (or its error, as
+    /// `{"json_rpc_error": code, "message": …}`).
+    async fn call(&mut self, name: &str, arguments: Value) -> Value {
+        let arguments: Option<Map<String, Value>> = arguments.as_object().cloned();
+        let recorded = match self.server.call(name, arguments.clone()).await {
+            Ok(result) => {
+                let text = match &result.content[0] {
+                    rmcp::model::ContentBlock::Text(text) => text.text.clone(),
+                    other => panic!("{name}: expected text content, got {other:?}"),
+                };
+                let value: Value = serde_json::from_str(&text).expect("JSON text");
+                json!({"arguments": arguments, "is_error": result.is_error == Some(true), "result": value})
+            }
+            Err(error) => json!({"arguments": arguments, "json_rpc_error": error.code.0, "message": error.message}),
+        };
+        let raw = recorded["result"].clone();
+        self.results.entry(name.to_string()).or_default().push(normalise(recorded, &self.tmp, None));
+        raw
+    }
+}
+
+/// Writes a file dated 2026-11-01 (mined drawers carry their file's time).
+fn write(root: &Path, relative: &str, text: &str) {
+    let file = root.join(relative);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, text).unwrap();
+    let fixed = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_793_491_200);
+    std::fs::File::options().write(true).open(&file).unwrap().set_modified(fixed).unwrap();
+}
+
+#[test]
+fn every_tool_result_matches_its_golden_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = SqliteOptions { create: true, ..SqliteOptions::default() };
+    let store = SqliteStore::open(&dir.path().join("palace.db"), options).expect("open palace");
+    let model = mempalace_embed::static_model::StaticModel::load(&mempalace_embed::files::static_dir(&model_dir()))
+        .expect("static model");
+    let palace = Palace::new(Arc::new(store), WorkspaceId::default_workspace())
+        .with_clock(fixed_clock)
+        .with_embedder(Arc::new(model) as Arc<dyn Embedder>);
+    let backend = Backend::new(palace, "<palace>".into(), None);
+    let server = McpServer::new(backend, Profile::All);
+    let tmp = dir.path().display().to_string();
+    let mut r = Recorder { server: server.clone(), tmp, results: BTreeMap::new() };
+    let project = dir.path().join("project");
+    write(&project, "README.md", "# Greenhouse\n\nThe controller waters the tomatoes at dawn.\n");
+    write(&project, "docs/pumps.md", "The pump schedule runs every four hours from the solar battery.\n");
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    runtime.block_on(async {
+        // The mempalace_* family, in MemPalace's order.
+        r.call("mempalace_status", json!({})).await;
+        let added = r
+            .call("mempalace_add_drawer", json!({"wing": "crawbl", "room": "database",
+                "content": "We switched the Crawbl backend from MySQL to PostgreSQL on 2025-01-15 because we needed JSONB.",
+                "source_file": "/notes/db.md"}))
+            .await;
+        let drawer = added["drawer_id"].as_str().unwrap().to_string();
+        r.call("mempalace_add_drawer", json!({"wing": "crawbl", "room": "frontend",
+            "content": "The dashboard is written in Svelte and talks to the API over HTTP."})).await;
+        r.call("mempalace_add_drawer", json!({"wing": "robot", "room": "database",
+            "content": "The robot logs sensor data to SQLite files on the arm controller."})).await;
+        r.call("mempalace_add_drawer", json!({"wing": "w", "room": "r", "content": ""})).await;
+        r.call("mempalace_list_wings", json!({})).await;
+        r.call("mempalace_list_rooms", json!({"wing": "crawbl"})).await;
+        r.call("mempalace_get_taxonomy", json!({})).await;
+        r.call("mempalace_get_aaak_spec", json!({})).await;
+        r.call("mempalace_kg_add", json!({"subject": "Crawbl Backend", "predicate": "uses", "object": "MySQL",
+            "valid_from": "2023-03-01", "valid_to": "2025-01-14"})).await;
+        r.call("mempalace_kg_add", json!({"subject": "Crawbl Backend", "predicate": "uses", "object": "PostgreSQL",
+            "valid_from": "2025-01-15", "source_drawer_id": drawer})).await;
+        r.call("mempalace_kg_query", json!({"entity": "Crawbl Backend"})).await;
+        r.call("mempalace_kg_query", json!({"entity": "Crawbl Backend", "as_of": "2024-06-01"})).await;
+        r.call("mempalace_kg_supersede", json!({"subject": "Crawbl Backend", "predicate": "uses",
+            "old_object": "PostgreSQL", "new_object": "CockroachDB", "at": "2026-06-01"})).await;
+        r.call("mempalace_kg_invalidate", json!({"subject": "Crawbl Backend", "predicate": "uses",
+            "object": "CockroachDB", "ended": "2026-09-30"})).await;
+        r.call("mempalace_kg_invalidate", json!({"subject": "Nobody", "predicate": "uses", "object": "Nothing"})).await;
+        r.call("mempalace_kg_timeline", json!({"entity": "Crawbl Backend"})).await;
+        r.call("mempalace_kg_stats", json!({})).await;
+        r.call("mempalace_create_tunnel", json!({"source_wing": "crawbl", "source_room": "database",
+            "target_wing": "robot", "target_room": "database", "label": "both store data"})).await;
+        r.call("mempalace_traverse", json!({"start_room": "database"})).await;
+        r.call("mempalace_find_tunnels", json!({})).await;
+        r.call("mempalace_graph_stats", json!({})).await;
+        r.call("mempalace_mesh_peers", json!({})).await;
+        let tunnels = r.call("mempalace_list_tunnels", json!({})).await;
+        r.call("mempalace_follow_tunnels", json!({"wing": "crawbl", "room": "database"})).await;
+        if let Some(id) = tunnels[0]["id"].as_str() {
+            r.call("mempalace_delete_tunnel", json!({"tunnel_id": id})).await;
+        }
+        for text in ["Alice Moreau calibrated the Kestrel arm before the demo.",
+                     "Alice Moreau and the Kestrel arm team met on Tuesday about torque limits."] {
+            r.call("mempalace_add_drawer", json!({"wing": "lab", "room": "arm", "content": text})).await;
+        }
+        let hallways = r.call("mempalace_list_hallways", json!({"wing": "lab"})).await;
+        if let Some(id) = hallways["hallways"][0]["id"].as_str() {
+            r.call("mempalace_delete_hallway", json!({"hallway_id": id})).await;
+        }
+        r.call("mempalace_search", json!({"query": "why did the backend switch to PostgreSQL", "limit": 3})).await;
+        r.call("mempalace_search", json!({"query": "database", "wing": "robot", "since": "2020-01-01"})).await;
+        r.call("mempalace_search", json!({"query": "x", "limit": 101})).await;
+        r.call("mempalace_check_duplicate", json!({"content":
+            "We switched the Crawbl backend from MySQL to PostgreSQL on 2025-01-15 because we needed JSONB."})).await;
+        r.call("mempalace_checkpoint", json!({"items": [
+            {"wing": "bulk", "room": "items", "content": "Crate 703 shipped to Bergen on the night ferry."},
+            {"wing": "bulk"}], "diary": {"agent_name": "Tester", "entry": "SESSION:golden|filed a crate"}})).await;
+        let bulk = r.call("mempalace_add_drawer", json!({"wing": "bulk", "room": "items",
+            "content": "Crate 704 shipped to Tromsø with the spare gripper."})).await;
+        r.call("mempalace_get_drawers", json!({"drawer_ids": [drawer, "drawer_missing_x_1"]})).await;
+        r.call("mempalace_delete_drawers", json!({"drawer_ids": [bulk["drawer_id"], "drawer_missing_x_1"]})).await;
+        r.call("mempalace_mine", json!({"source": project.display().to_string(), "wing": "greenhouse", "dry_run": true})).await;
+        r.call("mempalace_mine", json!({"source": project.display().to_string(), "wing": "greenhouse"})).await;
+        r.call("mempalace_sync", json!({"wing": "greenhouse"})).await;
+        r.call("mempalace_delete_by_source", json!({"source_file": "/notes/db.md"})).await;
+        r.call("mempalace_get_drawer", json!({"drawer_id": drawer})).await;
+        r.call("mempalace_list_drawers", json!({"wing": "crawbl", "limit": 1})).await;
+        r.call("mempalace_update_drawer", json!({"drawer_id": drawer, "room": "decisions"})).await;
+        r.call("mempalace_diary_write", json!({"agent_name": "Claude", "entry": "SESSION:golden|moved db notes",
+            "topic": "work"})).await;
+        r.call("mempalace_diary_read", json!({"agent_name": "claude"})).await;
+        r.call("mempalace_hook_settings", json!({})).await;
+        r.call("mempalace_memories_filed_away", json!({})).await;
+        r.call("mempalace_reconnect", json!({})).await;
+        r.call("mempalace_wake_up", json!({})).await;
+        r.call("mempalace_delete_drawer", json!({"drawer_id": "drawer_missing_x_1"})).await;
+
+        // The memory_* family.
+        r.call("memory_status", json!({})).await;
+        r.call("memory_set_identity", json!({"text": "I am Atlas, the lab's assistant."})).await;
+        let memory = r.call("memory_add_drawer", json!({"wing": "lab", "room": "gripper",
+            "content": "The gripper force limit is 12.5 N for the red cubes."})).await;
+        r.call("memory_list_wings", json!({})).await;
+        r.call("memory_list_rooms", json!({"wing": "lab"})).await;
+        r.call("memory_get_taxonomy", json!({})).await;
+        r.call("memory_search", json!({"query": "gripper force"})).await;
+        r.call("memory_check_duplicate", json!({"content": "The gripper force limit is 12.5 N for the red cubes."})).await;
+        r.call("memory_traverse", json!({"start_room": "gripper"})).await;
+        r.call("memory_find_tunnels", json!({})).await;
+        r.call("memory_graph_stats", json!({})).await;
+        r.call("memory_kg_add", json!({"subject": "Gripper", "predicate": "limited_to", "object": "12.5 N"})).await;
+        r.call("memory_kg_query", json!({"entity": "Gripper"})).await;
+        r.call("memory_kg_invalidate", json!({"subject": "Gripper", "predicate": "limited_to", "object": "12.5 N"})).await;
+        r.call("memory_kg_timeline", json!({"entity": "Gripper"})).await;
+        r.call("memory_kg_stats", json!({})).await;
+        r.call("memory_diary_write", json!({"agent": "atlas", "entry": "Tuned the gripper today.", "topic": "lab"})).await;
+        r.call("memory_diary_read", json!({"agent": "atlas"})).await;
+        if let Some(id) = memory["drawer_id"].as_str() {
+            r.call("memory_delete_drawer", json!({"drawer_id": id, "reason": "test"})).await;
+        }
+
+        // robotmem's tools.
+        let session = r.call("start_session", json!({"context": {"task": "sorting"}})).await;
+        let session_id = session["session_id"].as_str().unwrap_or_default().to_string();
+        let learned = r.call("learn", json!({"insight": "Red cubes slip when the gripper force is below 10 N.",
+            "session_id": session_id})).await;
+        r.call("recall", json!({"query": "red cubes slip", "n": 3})).await;
+        r.call("save_perception", json!({"description": "Camera frame of the sorting table", "perception_type": "visual",
+            "session_id": session_id})).await;
+        if let Some(id) = learned["memory_id"].as_str() {
+            r.call("update", json!({"memory_id": id, "new_content": "Red cubes slip below 11 N of gripper force."})).await;
+            r.call("forget", json!({"memory_id": id, "reason": "superseded by a test"})).await;
+        }
+        r.call("end_session", json!({"session_id": session_id, "outcome_score": 0.8})).await;
+    });
+
+    // Every offered tool was called.
+    let offered: Vec<&str> = server.tool_names();
+    let missing: Vec<&&str> = offered.iter().filter(|name| !r.results.contains_key(**name)).collect();
+    assert!(missing.is_empty(), "tools without a golden file: {missing:?}");
+
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    let dir = golden_dir();
+    let mut differing = Vec::new();
+    for (tool, calls) in &r.results {
+        let path = dir.join(format!("{tool}.json"));
+        let text = serde_json::to_string_pretty(calls).unwrap() + "\n";
+        if update {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &text).unwrap();
+            continue;
+        }
+        let expected = std::fs::read_to_string(&path).unwrap_or_default();
+        if expected != text {
+            differing.push((tool.clone(), expected, text));
+        }
+    }
+    if let Some((tool, expected, actual)) = differing.first() {
+        let first_line = expected.lines().zip(actual.lines()).position(|(a, b)| a != b).unwrap_or(0);
+        panic!(
+            "{} tool result(s) differ from tests/golden ({}); first: {tool} at line {}:\n  expected: {}\n  actual:   {}\n\
+             Run `UPDATE_GOLDEN=1 cargo test -p mempalace-mcp --test golden` to accept a deliberate change.",
+            differing.len(),
+            differing.iter().map(|(t, _, _)| t.as_str()).collect::<Vec<_>>().join(", "),
+            first_line + 1,
+            expected.lines().nth(first_line).unwrap_or("<missing file>"),
+            actual.lines().nth(first_line).unwrap_or("<end>"),
+        );
+    }
+}
