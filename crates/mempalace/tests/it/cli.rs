@@ -742,8 +742,76 @@ fn a_closed_stdout_is_a_normal_end(store: Store) {
     }
 }
 
+/// Issue 15: `hallways` lists the entity pairs drawers of a wing mention
+/// together (two drawers or more), per wing, as text and JSON; `--rebuild`
+/// recounts per wing; `--prune-spellings` finds pairs of two spellings of
+/// one name (as palaces written by the Python MemPalace carry) and hides
+/// them only with `--yes`.
+fn hallways_from_the_command_line(store: Store) {
+    let sandbox = Sandbox::on(store);
+    sandbox.ok(&["init"]);
+    assert!(sandbox.ok(&["hallways"]).contains("No hallways yet"));
+    for (room, text) in [
+        ("arm", "Alice Moreau calibrated the Kestrel arm before the demo."),
+        ("arm", "Alice Moreau and the Kestrel arm team met on Tuesday about torque limits."),
+        ("logs", "Alice Moreau read the Kestrel logs after the outage."),
+        ("arm", "The DataHub export and the Datahub import disagree on row counts."),
+        ("arm", "Yesterday the Datahub dashboard and the DataHub API both timed out."),
+    ] {
+        sandbox.ok(&["add", "--wing", "lab", "--room", room, text]);
+    }
+    sandbox.ok(&["add", "--wing", "home", "--room", "garden", "Alice Moreau planted tomatoes with Kestrel."]);
+
+    let listed = sandbox.json(&["hallways", "--json"]);
+    assert_eq!(listed["total"], 1, "{listed}");
+    let hallway = &listed["hallways"][0];
+    assert_eq!(
+        (hallway["wing"].as_str(), hallway["entity_a"].as_str(), hallway["entity_b"].as_str()),
+        (Some("lab"), Some("Alice Moreau"), Some("Kestrel"))
+    );
+    assert_eq!(hallway["co_occurrence_count"], 3, "the home wing's one drawer is not counted");
+    assert_eq!(hallway["rooms"], serde_json::json!(["arm", "logs"]));
+    assert!(
+        sandbox.ok(&["hallways"]).contains("Alice Moreau ↔ Kestrel (co-occur in 3 drawers across 2 rooms: arm, logs)")
+    );
+    assert_eq!(sandbox.json(&["hallways", "--wing", "home", "--json"])["total"], 0);
+    let rebuilt = sandbox.json(&["hallways", "--rebuild", "--json"]);
+    assert_eq!(rebuilt["wings"], serde_json::json!({"lab": 1}));
+
+    // A palace whose drawers carry two spellings of one name (what an
+    // import from the Python MemPalace brings along).
+    let export = sandbox.ok(&["export"]);
+    let edited: Vec<String> = export
+        .lines()
+        .map(|line| {
+            let mut record: Value = serde_json::from_str(line).unwrap();
+            if record["type"] == "drawer" && record["content"].as_str().unwrap().contains("Datahub") {
+                record["entities"] = serde_json::json!(["DataHub", "Datahub"]);
+            }
+            record.to_string()
+        })
+        .collect();
+    let other = Sandbox::on(store);
+    other.ok(&["init"]);
+    let file = other.path("edited.jsonl");
+    std::fs::write(&file, edited.join("\n") + "\n").unwrap();
+    other.ok(&["import", file.to_str().unwrap()]);
+    assert_eq!(other.json(&["hallways", "--json"])["total"], 2);
+    let dry = other.json(&["hallways", "--prune-spellings", "--json"]);
+    assert_eq!(dry["spelling_artifacts"].as_array().map(Vec::len), Some(1), "{dry}");
+    assert_eq!(dry["removed"], 0);
+    assert!(other.ok(&["hallways", "--prune-spellings"]).contains("Re-run with --yes"));
+    assert_eq!(other.json(&["hallways", "--json"])["total"], 2, "a dry run hides nothing");
+    let pruned = other.json(&["hallways", "--prune-spellings", "--yes", "--json"]);
+    assert_eq!(pruned["removed"], 1);
+    let left = other.json(&["hallways", "--json"]);
+    assert_eq!(left["total"], 1);
+    assert_eq!(left["hallways"][0]["entity_b"], "Kestrel");
+}
+
 on_both!(
     a_closed_stdout_is_a_normal_end,
+    hallways_from_the_command_line,
     init_add_get_status_round_trip,
     soft_and_hard_delete,
     identity_set_and_show,
