@@ -99,6 +99,19 @@ pub enum TranscriptOutcome {
     Failed(String),
 }
 
+/// What a conversations run finds under its path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Item {
+    /// A transcript, chat export or bundle file.
+    File(PathBuf),
+    /// A Slack export folder, mined as one source per channel.
+    SlackFolder(PathBuf),
+    /// An export bundle as downloaded: a zip archive.
+    Zip(PathBuf),
+    /// A file of a kind no conversation comes in (an image, a PDF).
+    Other(PathBuf),
+}
+
 /// Mines a file or folder of conversations.
 pub(crate) fn mine(
     palace: &Palace,
@@ -109,42 +122,67 @@ pub(crate) fn mine(
     if !path.exists() {
         return Err(FeedError::NotFound { what: "path", path: path.to_path_buf() });
     }
-    let mut files = Vec::new();
-    transcripts(path, &mut files)
+    let mut items = Vec::new();
+    transcripts(path, &mut items)
         .map_err(|error| FeedError::Unreadable { path: path.to_path_buf(), detail: error.to_string() })?;
     if let Some(limit) = options.limit {
-        files.truncate(limit);
+        items.truncate(limit);
     }
     let transcript_options = TranscriptOptions::from_mine(options);
-    let mut report = MineReport { files: files.len(), ..MineReport::default() };
-    for (done, file) in files.iter().enumerate() {
-        progress(done, files.len(), report.drawers_added);
-        let shown = file.display().to_string();
-        match mine_transcript(palace, file, &transcript_options)? {
-            TranscriptOutcome::Mined { filing, records_skipped, conversations_skipped, .. } => {
-                report.read += 1;
-                report.add_filing(filing);
-                report.records_skipped += records_skipped;
-                report.conversations_skipped += conversations_skipped;
-                tracing::info!(file = %shown, added = filing.added, unchanged = filing.unchanged, replaced = filing.removed, "mined");
+    let mut report = MineReport::default();
+    for (done, item) in items.iter().enumerate() {
+        progress(done, items.len(), report.drawers_added);
+        let outcomes = match item {
+            Item::File(file) | Item::SlackFolder(file) => {
+                vec![(file.display().to_string(), mine_transcript(palace, file, &transcript_options)?)]
             }
-            TranscriptOutcome::NotTranscript(reason) => {
-                tracing::info!(file = %shown, %reason, "skipped");
-                report.skipped.push(FileProblem { file: shown, error: reason });
+            Item::Zip(file) => crate::bundle::mine_zip(palace, file, &transcript_options)?,
+            Item::Other(file) => {
+                vec![(file.display().to_string(), TranscriptOutcome::NotTranscript(other_reason(file)))]
             }
-            TranscriptOutcome::Failed(error) => report.failed.push(FileProblem { file: shown, error }),
+        };
+        for (shown, outcome) in outcomes {
+            report.files += 1;
+            match outcome {
+                TranscriptOutcome::Mined { filing, records_skipped, conversations_skipped, .. } => {
+                    report.read += 1;
+                    report.add_filing(filing);
+                    report.records_skipped += records_skipped;
+                    report.conversations_skipped += conversations_skipped;
+                    tracing::info!(file = %shown, added = filing.added, unchanged = filing.unchanged, replaced = filing.removed, "mined");
+                }
+                TranscriptOutcome::NotTranscript(reason) => {
+                    tracing::info!(file = %shown, %reason, "skipped");
+                    report.skipped.push(FileProblem { file: shown, error: reason });
+                }
+                TranscriptOutcome::Failed(error) => report.failed.push(FileProblem { file: shown, error }),
+            }
         }
     }
-    progress(files.len(), files.len(), report.drawers_added);
-    if report.read == 0 && !files.is_empty() {
+    progress(items.len(), items.len(), report.drawers_added);
+    if report.read == 0 && report.files > 0 {
         return Err(FeedError::NothingMined(format!(
             "none of the {} files was a readable transcript of a known format ({} skipped, {} failed; -v lists them)",
-            files.len(),
+            report.files,
             report.skipped.len(),
             report.failed.len()
         )));
     }
     Ok(report)
+}
+
+/// Why a file of another kind is not read.
+fn other_reason(file: &Path) -> String {
+    match file.extension().and_then(|e| e.to_str()) {
+        Some(extension) => format!("not a transcript format (.{}): not read", extension.to_lowercase()),
+        None => "not a transcript format (no .json, .jsonl or .txt extension): not read".to_string(),
+    }
+}
+
+/// Whether a file name can hold a conversation (`.jsonl`, `.json`, `.txt`).
+pub(crate) fn is_candidate(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.ends_with(".jsonl") || lower.ends_with(".json") || lower.ends_with(".txt")
 }
 
 /// A Slack export folder: `channels.json`, or `users.json` beside channel
@@ -165,19 +203,29 @@ fn is_slack_export(dir: &Path) -> bool {
 }
 
 /// `YYYY-MM-DD.json`.
-fn is_day_file_name(name: &str) -> bool {
+pub(crate) fn is_day_file_name(name: &str) -> bool {
     let Some(stem) = name.strip_suffix(".json") else { return false };
     let bytes = stem.as_bytes();
     bytes.len() == 10
         && bytes.iter().enumerate().all(|(i, b)| if i == 4 || i == 7 { *b == b'-' } else { b.is_ascii_digit() })
 }
 
-/// The transcripts under `path`: the file itself, a Slack export folder as
-/// one source, else the `.jsonl`, `.json` and `.txt` files below, sorted
-/// (hidden folders, `node_modules` and `target` left out).
-fn transcripts(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    if path.is_file() || is_slack_export(path) {
-        out.push(path.to_path_buf());
+/// What to mine under `path`: the file itself (a zip archive as a
+/// bundle), a Slack export folder as one item, else everything below,
+/// sorted (hidden files and folders, `node_modules` and `target` left
+/// out): transcripts and chat exports, zip archives, and other files,
+/// which are reported as not read.
+fn transcripts(path: &Path, out: &mut Vec<Item>) -> std::io::Result<()> {
+    if path.is_file() {
+        out.push(if crate::bundle::is_zip_name(path) {
+            Item::Zip(path.to_path_buf())
+        } else {
+            Item::File(path.to_path_buf())
+        });
+        return Ok(());
+    }
+    if is_slack_export(path) {
+        out.push(Item::SlackFolder(path.to_path_buf()));
         return Ok(());
     }
     let mut entries: Vec<_> = std::fs::read_dir(path)?.filter_map(Result::ok).map(|e| e.path()).collect();
@@ -189,8 +237,12 @@ fn transcripts(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         }
         if entry.is_dir() {
             transcripts(&entry, out)?;
-        } else if name.ends_with(".jsonl") || name.ends_with(".json") || name.ends_with(".txt") {
-            out.push(entry);
+        } else if crate::bundle::is_zip_name(&entry) {
+            out.push(Item::Zip(entry));
+        } else if is_candidate(name) {
+            out.push(Item::File(entry));
+        } else {
+            out.push(Item::Other(entry));
         }
     }
     Ok(())
@@ -213,7 +265,7 @@ pub(crate) fn wing_for(fixed: Option<&Wing>, conversation: &Conversation) -> Fee
     })
 }
 
-fn default_wing() -> Wing {
+pub(crate) fn default_wing() -> Wing {
     Wing::parse("conversations").expect("a valid wing name")
 }
 
@@ -354,28 +406,20 @@ struct SourceFiled {
 /// Mines a Slack export folder: one conversation per channel folder.
 fn mine_slack(palace: &Palace, dir: &Path, options: &TranscriptOptions) -> FeedResult<TranscriptOutcome> {
     let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    let users = mempalace_mine::slack::users(&std::fs::read_to_string(root.join("users.json")).unwrap_or_default());
+    let users = std::fs::read_to_string(root.join("users.json")).unwrap_or_default();
     let unreadable = |error: std::io::Error| FeedError::Unreadable { path: root.clone(), detail: error.to_string() };
-    let mut channels: Vec<PathBuf> = std::fs::read_dir(&root)
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(&root)
         .map_err(unreadable)?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.is_dir())
         .collect();
-    channels.sort();
-    let wing = match &options.wing {
-        Some(wing) => wing.clone(),
-        None => root
-            .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| Wing::parse(&normalize_wing_name(n)).ok())
-            .unwrap_or(Wing::parse("slack")?),
-    };
-    let (mut total, mut bad_days, mut human_messages, mut left_out) = (SourceFiling::default(), 0, 0, 0);
-    for channel in channels {
-        let name = channel.file_name().and_then(|n| n.to_str()).unwrap_or("channel").to_string();
+    folders.sort();
+    let mut channels = Vec::new();
+    for folder in folders {
+        let name = folder.file_name().and_then(|n| n.to_str()).unwrap_or("channel").to_string();
         let mut days = Vec::new();
-        let entries = std::fs::read_dir(&channel).map_err(unreadable)?;
+        let entries = std::fs::read_dir(&folder).map_err(unreadable)?;
         for day in entries.filter_map(Result::ok).map(|e| e.path()) {
             if day.extension().is_some_and(|e| e == "json") {
                 days.push((
@@ -384,7 +428,37 @@ fn mine_slack(palace: &Palace, dir: &Path, options: &TranscriptOptions) -> FeedR
                 ));
             }
         }
-        let (conversation, bad) = mempalace_mine::slack::channel(&name, &days, &users);
+        channels.push(SlackChannel { name, source: folder.display().to_string(), days });
+    }
+    let folder_name = root.file_name().and_then(|n| n.to_str()).unwrap_or("slack").to_string();
+    file_slack(palace, channels, &users, &folder_name, options)
+}
+
+/// One channel of a Slack export: its name, the source its drawers carry,
+/// and its day files (name, text).
+pub(crate) struct SlackChannel {
+    pub name: String,
+    pub source: String,
+    pub days: Vec<(String, String)>,
+}
+
+/// Files the channels of a Slack export, each a source of its own; the
+/// wing is the one asked for, else the export's normalised name.
+pub(crate) fn file_slack(
+    palace: &Palace,
+    channels: Vec<SlackChannel>,
+    users: &str,
+    export_name: &str,
+    options: &TranscriptOptions,
+) -> FeedResult<TranscriptOutcome> {
+    let users = mempalace_mine::slack::users(users);
+    let wing = match &options.wing {
+        Some(wing) => wing.clone(),
+        None => Wing::parse(&normalize_wing_name(export_name)).or_else(|_| Wing::parse("slack"))?,
+    };
+    let (mut total, mut bad_days, mut human_messages, mut left_out) = (SourceFiling::default(), 0, 0, 0);
+    for channel in channels {
+        let (conversation, bad) = mempalace_mine::slack::channel(&channel.name, &channel.days, &users);
         bad_days += bad;
         if conversation.messages.is_empty() {
             continue;
@@ -394,9 +468,8 @@ fn mine_slack(palace: &Palace, dir: &Path, options: &TranscriptOptions) -> FeedR
             continue;
         }
         human_messages += conversation.messages.len();
-        let source = channel.display().to_string();
-        let place = Place { source: &source, wing: &wing, options, format: "slack" };
-        total += file(palace, &source, requests(&conversation, &place, true), options)?.filing;
+        let place = Place { source: &channel.source, wing: &wing, options, format: "slack" };
+        total += file(palace, &channel.source, requests(&conversation, &place, true), options)?.filing;
     }
     Ok(TranscriptOutcome::Mined {
         filing: total,
@@ -558,17 +631,55 @@ pub fn mine_transcript(palace: &Palace, path: &Path, options: &TranscriptOptions
     if path.is_dir() {
         return mine_slack(palace, path, options);
     }
-    let source = source_name(path);
-    let (size, mtime_ns) = match stat(path) {
+    let (size, stamp) = match stat(path) {
         Ok(stat) => stat,
         Err(error) => return Ok(TranscriptOutcome::Failed(error.to_string())),
     };
+    let file = SourceFile {
+        source: source_name(path),
+        file_name: path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string(),
+        size,
+        stamp,
+        path: Some(path),
+    };
+    let sibling = |name: &str| std::fs::read(path.with_file_name(name)).ok();
+    mine_source(palace, &file, || std::fs::read(path), &sibling, options)
+}
+
+/// A file to mine as one source: a file on disk, or an entry of a zip
+/// archive.
+pub(crate) struct SourceFile<'a> {
+    /// The source its drawers carry (absolute path; `ARCHIVE.zip#ENTRY`).
+    pub source: String,
+    /// Its file name (the format and bundle files are recognised by it).
+    pub file_name: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// What changes when it changes without its size changing: the
+    /// modification time of a file, the CRC-32 of an archive entry.
+    pub stamp: Option<i64>,
+    /// The file on disk, when it is one: a transcript appended to record
+    /// by record is then read from where the last run left off.
+    pub path: Option<&'a Path>,
+}
+
+/// Mines one source: `read` gives its bytes when they must be read,
+/// `sibling` the bytes of a file beside it (a bundle's `projects.json`).
+pub(crate) fn mine_source(
+    palace: &Palace,
+    file: &SourceFile<'_>,
+    read: impl FnOnce() -> std::io::Result<Vec<u8>>,
+    sibling: &dyn Fn(&str) -> Option<Vec<u8>>,
+    options: &TranscriptOptions,
+) -> FeedResult<TranscriptOutcome> {
+    let source = file.source.as_str();
+    let (size, mtime_ns) = (file.size, file.stamp);
     let key = options.cursor_key();
     // A filtered run sees only part of the file: it neither trusts nor
     // writes the cursor of a whole read.
     let use_cursor = !options.selection.is_active();
     let stored = if use_cursor {
-        palace.source_cursor(&source)?.and_then(|text| Cursor::from_json(&text)).filter(|c| c.key == key)
+        palace.source_cursor(source)?.and_then(|text| Cursor::from_json(&text)).filter(|c| c.key == key)
     } else {
         None
     };
@@ -577,14 +688,15 @@ pub fn mine_transcript(palace: &Palace, path: &Path, options: &TranscriptOptions
             return Ok(unchanged(cursor));
         }
         if !options.dry_run
+            && let Some(path) = file.path
             && let Some(tail) = &cursor.tail
             && size >= cursor.size
-            && let Some(outcome) = mine_tail(palace, path, &source, cursor, tail, mtime_ns, options)?
+            && let Some(outcome) = mine_tail(palace, path, source, cursor, tail, mtime_ns, options)?
         {
             return Ok(outcome);
         }
     }
-    let bytes = match std::fs::read(path) {
+    let bytes = match read() {
         Ok(bytes) => bytes,
         Err(error) => return Ok(TranscriptOutcome::Failed(error.to_string())),
     };
@@ -594,74 +706,50 @@ pub fn mine_transcript(palace: &Palace, path: &Path, options: &TranscriptOptions
     {
         if !options.dry_run {
             let refreshed = Cursor { size, mtime_ns, ..cursor.clone() };
-            palace.set_source_cursor(&source, Some(&refreshed.to_json()))?;
+            palace.set_source_cursor(source, Some(&refreshed.to_json()))?;
         }
         return Ok(unchanged(cursor));
     }
     let Ok(text) = String::from_utf8(bytes) else {
         return Ok(TranscriptOutcome::Failed("not UTF-8 text".into()));
     };
-    let is_text = path.extension().is_some_and(|e| e == "txt");
-    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("transcript");
-    let (parsed, format) = match detect(&text) {
-        Some(format) => (parse(format, &text, stem), Some(format)),
-        None if is_text && detect_plain_text(&text) => (parse(Format::PlainText, &text, stem), Some(Format::PlainText)),
-        None if mempalace_mine::slack::is_day_file(&text) => {
-            let (conversation, bad) = mempalace_mine::slack::channel(
-                stem,
-                &[(stem.to_string(), text.clone())],
-                &std::collections::HashMap::new(),
-            );
-            (mempalace_mine::Parsed { conversations: vec![conversation], skipped: bad, ..Default::default() }, None)
-        }
-        None => return Ok(TranscriptOutcome::NotTranscript(not_transcript_reason(is_text, &text))),
+    let is_text = file.file_name.to_ascii_lowercase().ends_with(".txt");
+    let stem = file.file_name.rsplit_once('.').map_or(file.file_name.as_str(), |(stem, _)| stem);
+    let stem = if stem.is_empty() { "transcript" } else { stem };
+    let mut read = match crate::bundle::companion(source, &file.file_name, &text, sibling, options)? {
+        Some(Ok(read)) => read,
+        Some(Err(reason)) => return Ok(TranscriptOutcome::NotTranscript(reason)),
+        None => match conversations_read(source, stem, is_text, &text, options)? {
+            Ok(read) => read,
+            Err(reason) => return Ok(TranscriptOutcome::NotTranscript(reason)),
+        },
     };
-    let format_name = format.map_or("slack", Format::as_str);
-    if !parsed.malformed.is_empty() {
-        let shown: Vec<usize> = parsed.malformed.iter().copied().take(10).collect();
-        tracing::warn!(file = %source, count = parsed.malformed.len(), first = ?shown, "malformed records skipped");
-    }
-    let mut all_requests = Vec::new();
-    let mut first_wing = None;
-    let (mut human_messages, mut last_human, mut left_out) = (0, None, 0);
-    for conversation in &parsed.conversations {
-        if !selected(conversation, &options.selection) {
-            left_out += 1;
-            continue;
-        }
-        let wing = wing_for(options.wing.as_ref(), conversation)?;
-        for message in conversation.messages.iter().filter(|m| m.role == Role::User) {
-            human_messages += 1;
-            last_human = Some(message.text.clone());
-        }
-        first_wing.get_or_insert_with(|| wing.clone());
-        let place = Place { source: &source, wing: &wing, options, format: format_name };
-        all_requests.extend(requests(conversation, &place, true));
-    }
-    let wing = first_wing.unwrap_or_else(default_wing);
-    let filed = file(palace, &source, all_requests, options)?;
+    let filed = self::file(palace, source, std::mem::take(&mut read.requests), options)?;
+    let wing = read.wing.clone().unwrap_or_else(default_wing);
+    let outcome = |filing| TranscriptOutcome::Mined {
+        filing,
+        records_skipped: read.records_skipped,
+        conversations_skipped: read.left_out,
+        human_messages: read.human_messages,
+        last_human: read.last_human.clone(),
+        wing: wing.clone(),
+    };
     if options.dry_run || !use_cursor {
-        return Ok(TranscriptOutcome::Mined {
-            filing: filed.filing,
-            records_skipped: parsed.skipped,
-            conversations_skipped: left_out,
-            human_messages,
-            last_human,
-            wing,
-        });
+        return Ok(outcome(filed.filing));
     }
     // A transcript appended to record by record resumes from its last
     // exchange next time; other files are re-read only when they change.
-    let tail = match (format, parsed.conversations.as_slice()) {
-        (Some(format), [conversation])
+    let tail = match (file.path, read.format, read.parsed.as_ref().map(|p| p.conversations.as_slice())) {
+        (Some(path), Some(format), Some([conversation]))
             if options.extract == Extract::Exchange && mempalace_mine::line_per_record(format, &text) =>
         {
+            let links = read.parsed.as_ref().map_or(&[][..], |p| p.links.as_slice());
             let base = TailBase {
                 format,
                 text: &text,
                 base_offset: 0,
                 base_line: 1,
-                links: &parsed.links,
+                links,
                 humans_before: 0,
                 before_uuid: None,
             };
@@ -685,20 +773,81 @@ pub fn mine_transcript(palace: &Palace, path: &Path, options: &TranscriptOptions
         mtime_ns,
         hash: tail.is_none().then_some(hash),
         drawers: distinct.len(),
-        humans: human_messages,
-        last_human: last_human.clone(),
+        humans: read.human_messages,
+        last_human: read.last_human.clone(),
         wing: Some(wing.to_string()),
         tail,
     };
-    palace.set_source_cursor(&source, Some(&cursor.to_json()))?;
-    Ok(TranscriptOutcome::Mined {
-        filing: filed.filing,
-        records_skipped: parsed.skipped,
-        conversations_skipped: left_out,
-        human_messages,
-        last_human,
-        wing,
-    })
+    palace.set_source_cursor(source, Some(&cursor.to_json()))?;
+    Ok(outcome(filed.filing))
+}
+
+/// What reading one source gave: the drawers to file and what the report
+/// says about it.
+#[derive(Default)]
+pub(crate) struct SourceRead {
+    /// The drawers.
+    pub requests: Vec<IngestRequest>,
+    /// The wing of its first conversation (or document).
+    pub wing: Option<Wing>,
+    /// Records left out inside it.
+    pub records_skipped: usize,
+    /// Conversations the selection left out.
+    pub left_out: usize,
+    /// Human messages.
+    pub human_messages: usize,
+    /// The last human message.
+    pub last_human: Option<String>,
+    /// The transcript format (none for Slack day files and bundle files).
+    pub format: Option<Format>,
+    /// The parsed conversations (for the tail cursor).
+    pub parsed: Option<mempalace_mine::Parsed>,
+}
+
+/// The conversations of a transcript or chat export, as drawers to file;
+/// `Err(reason)` when it is none of the known formats.
+fn conversations_read(
+    source: &str,
+    stem: &str,
+    is_text: bool,
+    text: &str,
+    options: &TranscriptOptions,
+) -> FeedResult<Result<SourceRead, String>> {
+    let (parsed, format) = match detect(text) {
+        Some(format) => (parse(format, text, stem), Some(format)),
+        None if is_text && detect_plain_text(text) => (parse(Format::PlainText, text, stem), Some(Format::PlainText)),
+        None if mempalace_mine::slack::is_day_file(text) => {
+            let (conversation, bad) = mempalace_mine::slack::channel(
+                stem,
+                &[(stem.to_string(), text.to_string())],
+                &std::collections::HashMap::new(),
+            );
+            (mempalace_mine::Parsed { conversations: vec![conversation], skipped: bad, ..Default::default() }, None)
+        }
+        None => return Ok(Err(not_transcript_reason(is_text, text))),
+    };
+    let format_name = format.map_or("slack", Format::as_str);
+    if !parsed.malformed.is_empty() {
+        let shown: Vec<usize> = parsed.malformed.iter().copied().take(10).collect();
+        tracing::warn!(file = %source, count = parsed.malformed.len(), first = ?shown, "malformed records skipped");
+    }
+    let mut read = SourceRead { records_skipped: parsed.skipped, format, ..SourceRead::default() };
+    for conversation in &parsed.conversations {
+        if !selected(conversation, &options.selection) {
+            read.left_out += 1;
+            continue;
+        }
+        let wing = wing_for(options.wing.as_ref(), conversation)?;
+        for message in conversation.messages.iter().filter(|m| m.role == Role::User) {
+            read.human_messages += 1;
+            read.last_human = Some(message.text.clone());
+        }
+        read.wing.get_or_insert_with(|| wing.clone());
+        let place = Place { source, wing: &wing, options, format: format_name };
+        read.requests.extend(requests(conversation, &place, true));
+    }
+    read.parsed = Some(parsed);
+    Ok(Ok(read))
 }
 
 /// Why a file is not read as a transcript.

@@ -14,6 +14,7 @@
 //! A file that cannot be read or is not of a known format is reported and
 //! skipped; a run fails only when nothing at all could be mined.
 
+mod bundle;
 mod convos;
 mod error;
 mod files;

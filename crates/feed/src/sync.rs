@@ -14,6 +14,9 @@
 //!   read); kept, because nothing shows it was deleted;
 //! - **no source**: drawers filed by hand, over MCP or from opencode's
 //!   database (no file path); never touched;
+//!
+//! An entry of a mined zip archive (`ARCHIVE.zip#ENTRY`) is judged by its
+//! archive.
 //! - **out of scope**: under none of the project folders given; kept.
 //!
 //! Counts are in drawers, as the Python MemPalace reports them.
@@ -83,7 +86,10 @@ enum Verdict {
 }
 
 fn judge(source: &str, roots: &[PathBuf]) -> Verdict {
-    let path = Path::new(source);
+    // An entry of a mined archive (`ARCHIVE.zip#ENTRY`) stands or falls
+    // with its archive; entries gone from it are removed by mining it again.
+    let archive = source.to_ascii_lowercase().find(".zip#").map(|at| &source[..at + 4]);
+    let path = Path::new(archive.unwrap_or(source));
     if !path.is_absolute() {
         return Verdict::NoSource;
     }

@@ -296,3 +296,177 @@ fn project_config_is_parsed_strictly_and_exclude_patterns_apply() {
         "{message}"
     );
 }
+
+/// Every drawer: (wing, room, content).
+fn drawers(palace: &Palace) -> Vec<(String, String, String)> {
+    let page = palace.page_drawers(None, None, 0, 500).unwrap();
+    page.drawers.iter().map(|d| (d.wing.to_string(), d.room.to_string(), d.content.as_str().to_string())).collect()
+}
+
+fn mine_convos(palace: &Palace, path: &Path) -> mempalace_feed::MineReport {
+    mine(palace, Some(path), None, &MineOptions::new(Mode::Convos), &mut |_, _, _| {}).unwrap()
+}
+
+/// Zips a folder as an export download does (entries relative to it),
+/// plus the extra entries given.
+fn zip_folder(folder: &Path, into: &Path, extra: &[(&str, &[u8])]) {
+    let file = std::fs::File::create(into).unwrap();
+    let mut zip = zip::ZipWriter::new(file);
+    let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    let mut files = Vec::new();
+    let mut stack = vec![folder.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() { stack.push(path) } else { files.push(path) }
+        }
+    }
+    files.sort();
+    for path in files {
+        let name = path.strip_prefix(folder).unwrap().to_string_lossy().replace('\\', "/");
+        zip.start_file(name, options).unwrap();
+        zip.write_all(&std::fs::read(&path).unwrap()).unwrap();
+    }
+    for (name, bytes) in extra {
+        zip.start_file(*name, options).unwrap();
+        zip.write_all(bytes).unwrap();
+    }
+    zip.finish().unwrap();
+}
+
+const CLAUDE_BUNDLE: &str = "bundles/claude-ai-2025-07";
+
+/// Issue 22: a Claude.ai export unpacked as its zip unpacks
+/// (`conversations.json`, `projects.json`, `users.json`, `memories.json`)
+/// is mined whole: every conversation, each project's instructions and
+/// documents in the project's wing, Claude's memories; the account file is
+/// reported as skipped with what it holds; thinking stays out.
+#[test]
+fn a_claude_ai_bundle_folder_is_mined_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let palace = palace(dir.path());
+    let report = mine_convos(&palace, &mempalace_testdata::fixture(CLAUDE_BUNDLE));
+    assert_eq!((report.files, report.read), (4, 3), "{report:?}");
+    assert_eq!(report.skipped.len(), 1, "{report:?}");
+    assert!(report.skipped[0].file.ends_with("users.json") && report.skipped[0].error.contains("account details"));
+    // Conversations: header + 2 and header + 1 (as mined alone); the
+    // project: its instructions and two documents (the empty starter
+    // project is left out); memories: the account's and two projects'.
+    assert_eq!(report.drawers_added, 5 + 3 + 3, "{report:?}");
+    assert_eq!(report.records_skipped, 1 + 1, "the empty conversation and the empty starter project");
+
+    let all = drawers(&palace);
+    let find = |needle: &str| {
+        all.iter().find(|(_, _, text)| text.contains(needle)).unwrap_or_else(|| panic!("{needle}: {all:#?}"))
+    };
+    let project = find("Instructions:\nAnswer in metric units.");
+    assert_eq!((project.0.as_str(), project.1.as_str()), ("greenhouse_automation", "project"));
+    assert!(project.2.starts_with("Project: Greenhouse automation\nDescription: Irrigation controller"));
+    assert!(project.2.contains("Documents: valve-wiring.md, watering-log.csv"));
+    let doc = find("Zone 1 (tomatoes) is relay 3");
+    assert_eq!((doc.0.as_str(), doc.1.as_str()), ("greenhouse_automation", "documents"));
+    let account = find("prefers metric units");
+    assert_eq!((account.0.as_str(), account.1.as_str()), ("conversations", "memories"));
+    let project_memory = find("waters zone 1 every morning");
+    assert_eq!((project_memory.0.as_str(), project_memory.1.as_str()), ("greenhouse_automation", "memories"));
+    let orphan = find("no longer exists");
+    assert_eq!(orphan.0, "conversations", "a memory of an unknown project stays with the conversations");
+    assert!(all.iter().all(|(_, _, text)| !text.contains("six bags in full sun")), "thinking is never filed: {all:#?}");
+    assert!(all.iter().all(|(_, _, text)| !text.contains("robin@example.org")), "account details are not filed");
+
+    // Again: nothing new, nothing read twice.
+    let again = mine_convos(&palace, &mempalace_testdata::fixture(CLAUDE_BUNDLE));
+    assert_eq!((again.drawers_added, again.drawers_removed, again.drawers_unchanged), (0, 0, 11), "{again:?}");
+}
+
+/// Issue 22: the same bundle as the downloaded zip files the same drawers;
+/// unchanged entries are not read again; an entry gone from a new
+/// download takes its drawers with it; `sync` judges entries by their
+/// archive; OS artefacts are left out and other files listed.
+#[test]
+fn a_bundle_zip_is_mined_like_its_folder_and_incrementally() {
+    let dir = tempfile::tempdir().unwrap();
+    let palace = palace(dir.path());
+    let bundle = mempalace_testdata::fixture(CLAUDE_BUNDLE);
+    let downloads = dir.path().join("downloads");
+    std::fs::create_dir_all(&downloads).unwrap();
+    let archive = downloads.join("data-2025-07-03-10-11-12.zip");
+    zip_folder(&bundle, &archive, &[("__MACOSX/._conversations.json", b"\0\x05\x16\x07"), ("avatar.png", b"\x89PNG")]);
+
+    let report = mine_convos(&palace, &archive);
+    assert_eq!((report.read, report.drawers_added), (3, 11), "{report:?}");
+    let skipped: Vec<(&str, &str)> =
+        report.skipped.iter().map(|s| (s.file.rsplit('#').next().unwrap(), s.error.as_str())).collect();
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    assert!(skipped.contains(&("avatar.png", "not a transcript format (.png): not read")), "{skipped:?}");
+    assert!(skipped.iter().any(|(file, why)| *file == "users.json" && why.contains("account details")));
+    let sources = palace.sources(None).unwrap();
+    assert!(sources.keys().all(|s| s.contains(".zip#")), "{:?}", sources.keys());
+
+    let again = mine_convos(&palace, &downloads);
+    assert_eq!((again.drawers_added, again.drawers_unchanged), (0, 11), "{again:?}");
+
+    // A newer download without memories.json.
+    let trimmed = dir.path().join("trimmed");
+    std::fs::create_dir_all(&trimmed).unwrap();
+    for name in ["conversations.json", "projects.json", "users.json"] {
+        std::fs::copy(bundle.join(name), trimmed.join(name)).unwrap();
+    }
+    zip_folder(&trimmed, &archive, &[]);
+    let plan = mine(
+        &palace,
+        Some(&archive),
+        None,
+        &MineOptions { dry_run: true, ..MineOptions::new(Mode::Convos) },
+        &mut |_, _, _| {},
+    )
+    .unwrap();
+    assert_eq!((plan.drawers_added, plan.drawers_removed), (0, 3), "{plan:?}");
+    assert_eq!(total(&palace), 11, "a dry run removes nothing");
+    let newer = mine_convos(&palace, &archive);
+    assert_eq!((newer.drawers_added, newer.drawers_removed), (0, 3), "{newer:?}");
+    assert_eq!(total(&palace), 8);
+
+    let kept = sync(&palace, &SyncOptions::default()).unwrap();
+    assert_eq!((kept.kept, kept.missing, kept.unresolved), (8, 0, 0), "{kept:?}");
+    std::fs::remove_file(&archive).unwrap();
+    let gone = sync(&palace, &SyncOptions::default()).unwrap();
+    assert_eq!(gone.missing, 8, "{gone:?}");
+}
+
+/// Issue 22: a Slack export and a Google Takeout of Gemini Apps activity,
+/// each as its zip; a broken archive is reported, not fatal.
+#[test]
+fn slack_and_takeout_zips_and_a_broken_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let palace = palace(dir.path());
+    let downloads = dir.path().join("downloads");
+    std::fs::create_dir_all(&downloads).unwrap();
+    zip_folder(&mempalace_testdata::fixture("transcripts/slack"), &downloads.join("slack.zip"), &[]);
+    zip_folder(&mempalace_testdata::fixture("bundles/google-takeout"), &downloads.join("takeout-20250913.zip"), &[]);
+    std::fs::write(downloads.join("broken.zip"), b"PK\x03\x04 this is not really an archive").unwrap();
+
+    let report = mine_convos(&palace, &downloads);
+    assert_eq!(report.failed.len(), 1, "{report:?}");
+    assert!(report.failed[0].file.ends_with("broken.zip") && report.failed[0].error.contains("not a readable zip"));
+    let all = drawers(&palace);
+    // Slack as from its folder: 6 drawers in the export's wing.
+    let slack: Vec<_> = all.iter().filter(|(wing, _, _)| wing == "greenhouse_team").collect();
+    assert_eq!(slack.len(), 6, "{all:#?}");
+    // Takeout: two days with prompts (feedback skipped): header + 1 and
+    // header + 2, answers as text (the regenerated answer, lists, entities).
+    let texts: Vec<&str> = all.iter().map(|(_, _, text)| text.as_str()).collect();
+    for expected in [
+        "user: Best way to clean oxo coffee maker\nassistant: Descaling\n\n- Fill the tank with equal parts white vinegar \
+         & water.\n- Run a full brew cycle.\n\nWipe the shower head with a damp cloth.",
+        "user: how long should the descaler soak?\nassistant: Let it soak for 15–20 minutes, then run two cycles of plain \
+         water.",
+        "user: what is a flyback diode for?\nassistant: It gives the coil's current a path when the relay switches off, so \
+         the voltage spike does not destroy the transistor.",
+        "Conversation: Gemini Apps, 2025-09-12\nDate: 2025-09-12\nSession: MyActivity-2025-09-12",
+    ] {
+        assert!(texts.contains(&expected), "{expected}\nnot in {texts:#?}");
+    }
+    assert!(report.skipped.iter().any(|s| s.file.ends_with("relay_board-1e98.png")), "{report:?}");
+    assert_eq!(report.drawers_added, 6 + 5, "{report:?}");
+}

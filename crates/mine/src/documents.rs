@@ -4,7 +4,8 @@
 //!
 //! * ChatGPT — the visible branch: from `current_node` (else the newest
 //!   leaf) up through `parent` links, reversed; system, hidden and
-//!   `user_editable_context` messages skipped; assistant messages to a
+//!   `user_editable_context` messages and reasoning (`thoughts`,
+//!   `reasoning_recap`) skipped; assistant messages to a
 //!   tool are summarised on one line, tool messages trimmed.
 //! * Claude.ai — `chat_messages` in order; `text` blocks of `content`
 //!   (the flattened `text` only when there are no blocks: in new exports
@@ -91,7 +92,9 @@ pub fn chatgpt(document: &Value, fallback_id: &str) -> Parsed {
                 || message["metadata"]["is_visually_hidden_from_conversation"].as_bool() == Some(true);
             let content = &message["content"];
             let kind = content["content_type"].as_str().unwrap_or("text");
-            if hidden || kind == "user_editable_context" {
+            // Reasoning (`thoughts`, `reasoning_recap`) is the model's
+            // scratch work, not what was said: never filed.
+            if hidden || matches!(kind, "user_editable_context" | "thoughts" | "reasoning_recap") {
                 continue;
             }
             let parts = || -> String {
@@ -182,6 +185,75 @@ pub fn claude_ai(document: &Value, fallback_id: &str) -> Parsed {
         let title = item["name"].as_str().or(item["summary"].as_str()).map(str::to_string);
         finish(conversation, title, &mut parsed);
     }
+    parsed
+}
+
+/// Whether a Google Takeout "My Activity" record is Gemini Apps activity.
+pub fn is_gemini_activity(record: &Value) -> bool {
+    let product = |value: &Value| value.as_str().is_some_and(|p| p.starts_with("Gemini"));
+    record.get("time").is_some()
+        && record.get("title").is_some()
+        && (record.get("header").is_some_and(product)
+            || record["products"].as_array().is_some_and(|products| products.iter().any(product)))
+}
+
+/// Google Takeout's Gemini Apps activity (`My Activity/Gemini Apps/
+/// MyActivity.json`): one record per prompt, newest first, the prompt in
+/// `title` after `Prompted `, the answer as HTML in `safeHtmlItem` (the
+/// last one when it was regenerated). Takeout records no conversations,
+/// so each UTC day's prompts form one, in time order; other activity
+/// (feedback, drafts chosen, canvases) is skipped.
+pub fn gemini_apps(document: &Value, fallback_id: &str) -> Parsed {
+    let mut parsed = Parsed::default();
+    let mut prompts: Vec<(String, String, Option<String>, usize)> = Vec::new();
+    for (index, record) in items(document).into_iter().enumerate() {
+        let prompt = record["title"].as_str().and_then(|t| t.strip_prefix("Prompted ")).map(str::trim);
+        let (Some(prompt), Some(time)) = (prompt.filter(|p| !p.is_empty()), record["time"].as_str()) else {
+            parsed.skipped += 1;
+            continue;
+        };
+        let answer = record["safeHtmlItem"]
+            .as_array()
+            .and_then(|answers| answers.iter().rev().find_map(|a| a["html"].as_str()))
+            .map(crate::html::html_text)
+            .filter(|a| !a.is_empty());
+        prompts.push((time.to_string(), human_text(prompt), answer, index));
+    }
+    prompts.sort_by(|a, b| a.0.cmp(&b.0).then(b.3.cmp(&a.3)));
+    let mut days: Vec<Conversation> = Vec::new();
+    for (time, prompt, answer, index) in prompts {
+        let day = time.get(..10).unwrap_or(&time).to_string();
+        if days.last().is_none_or(|c| c.started_at.as_deref().and_then(|s| s.get(..10)) != Some(day.as_str())) {
+            days.push(Conversation {
+                session_id: format!("{fallback_id}-{day}"),
+                title: Some(format!("Gemini Apps, {day}")),
+                started_at: Some(time.clone()),
+                ..Conversation::default()
+            });
+        }
+        let conversation = days.last_mut().expect("pushed above");
+        let id = format!("a{}", index + 1);
+        conversation.messages.push(Message {
+            role: Role::User,
+            text: prompt,
+            timestamp: Some(time.clone()),
+            id: format!("{id}-prompt"),
+            speaker: None,
+            line: 0,
+        });
+        if let Some(answer) = answer {
+            conversation.messages.push(Message {
+                role: Role::Assistant,
+                text: answer,
+                timestamp: Some(time),
+                id: format!("{id}-answer"),
+                speaker: None,
+                line: 0,
+            });
+        }
+    }
+    parsed.titled = true;
+    parsed.conversations = days.into_iter().filter(|c| !c.messages.is_empty()).collect();
     parsed
 }
 
@@ -411,5 +483,54 @@ mod tests {
             plain_text("> how do I reset?\n> the router\nUnplug it for ten seconds.\n\n> thanks\nAny time.", "notes");
         let texts: Vec<&str> = parsed.conversations[0].messages.iter().map(|m| m.text.as_str()).collect();
         assert_eq!(texts, vec!["how do I reset?\nthe router", "Unplug it for ten seconds.", "thanks", "Any time."]);
+    }
+
+    #[test]
+    fn gemini_apps_activity_is_grouped_by_day_in_time_order() {
+        let document = json!([
+            {"header": "Gemini Apps", "title": "Gave feedback: Good response", "time": "2026-02-03T09:00:00.000Z",
+             "products": ["Gemini Apps"]},
+            {"header": "Gemini Apps", "title": "Prompted and how long should it soak?", "time": "2026-02-02T07:30:00.000Z",
+             "products": ["Gemini Apps"], "safeHtmlItem": [{"html": "<p>First draft</p>"}, {"html": "<p>About <b>15 minutes</b>.</p>"}]},
+            {"header": "Gemini Apps", "title": "Prompted best way to clean an oxo coffee maker", "time": "2026-02-02T07:24:02.806Z",
+             "products": ["Gemini Apps"], "safeHtmlItem": [{"html": "<ul><li>Vinegar &amp; water</li><li>Run twice</li></ul>"}]},
+            {"header": "Gemini Apps", "title": "Prompted what is RRF?", "time": "2026-01-30T12:00:00.000Z",
+             "products": ["Gemini Apps"]}
+        ]);
+        assert_eq!(crate::detect(&document.to_string()), Some(crate::Format::GeminiApps));
+        let parsed = gemini_apps(&document, "MyActivity");
+        assert_eq!(parsed.skipped, 1, "feedback is not a prompt");
+        let days: Vec<(&str, usize)> =
+            parsed.conversations.iter().map(|c| (c.session_id.as_str(), c.messages.len())).collect();
+        assert_eq!(days, vec![("MyActivity-2026-01-30", 1), ("MyActivity-2026-02-02", 4)]);
+        let texts: Vec<&str> = parsed.conversations[1].messages.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            vec![
+                "best way to clean an oxo coffee maker",
+                "- Vinegar & water\n- Run twice",
+                "and how long should it soak?",
+                "About 15 minutes."
+            ]
+        );
+    }
+
+    #[test]
+    fn chatgpt_reasoning_is_not_filed() {
+        let document = json!({"conversation_id": "c1", "title": "t", "current_node": "a2", "mapping": {
+            "u1": {"id": "u1", "parent": null, "message": {"id": "u1", "author": {"role": "user"},
+                "content": {"content_type": "text", "parts": ["Why is the sky blue?"]}}},
+            "a1": {"id": "a1", "parent": "u1", "message": {"id": "a1", "author": {"role": "assistant"}, "recipient": "all",
+                "content": {"content_type": "thoughts", "thoughts": [{"summary": "Rayleigh", "content": "Scattering goes as 1/λ⁴", "text": "x"}], "text": "Scattering goes as 1/λ⁴"}}},
+            "a2": {"id": "a2", "parent": "a1", "message": {"id": "a2", "author": {"role": "assistant"}, "recipient": "all",
+                "content": {"content_type": "reasoning_recap", "content": "Thought for 4s", "text": "Thought for 4s"}}},
+            "a3": {"id": "a3", "parent": "a2", "message": {"id": "a3", "author": {"role": "assistant"}, "recipient": "all",
+                "content": {"content_type": "text", "parts": ["Rayleigh scattering."]}}}
+        }});
+        let mut document = document;
+        document["current_node"] = json!("a3");
+        let parsed = chatgpt(&document, "x");
+        let texts: Vec<&str> = parsed.conversations[0].messages.iter().map(|m| m.text.as_str()).collect();
+        assert_eq!(texts, vec!["Why is the sky blue?", "Rayleigh scattering."]);
     }
 }

@@ -13,11 +13,13 @@
 //! is pure: no I/O here, except `opencode`, which reads opencode's SQLite
 //! database (read-only).
 
+pub mod bundle;
 pub mod claude_code;
 mod clean;
 pub mod codex;
 pub mod cursor;
 pub mod documents;
+pub mod html;
 pub mod opencode;
 pub mod project;
 pub mod slack;
@@ -119,6 +121,8 @@ pub enum Format {
     ChatGpt,
     /// Claude.ai export `conversations.json`.
     ClaudeAi,
+    /// Google Takeout's Gemini Apps activity (`MyActivity.json`).
+    GeminiApps,
     /// Plain text, `>` before the user's lines.
     PlainText,
 }
@@ -132,6 +136,7 @@ impl Format {
             Self::Gemini => "gemini",
             Self::ChatGpt => "chatgpt",
             Self::ClaudeAi => "claude-ai",
+            Self::GeminiApps => "gemini-apps",
             Self::PlainText => "text",
         }
     }
@@ -156,6 +161,9 @@ pub fn detect(text: &str) -> Option<Format> {
         }
         if first.get("chat_messages").is_some() {
             return Some(Format::ClaudeAi);
+        }
+        if documents::is_gemini_activity(&first) {
+            return Some(Format::GeminiApps);
         }
         if first.get("sessionId").is_some() && (first.get("messages").is_some() || first.get("history").is_some()) {
             return Some(Format::Gemini);
@@ -223,8 +231,9 @@ pub fn parse(format: Format, text: &str, fallback_id: &str) -> Parsed {
         Format::ClaudeCode => claude_code::parse(text, fallback_id),
         Format::Codex => codex::parse(text, fallback_id),
         Format::Gemini => documents::gemini(text, fallback_id),
-        Format::ChatGpt | Format::ClaudeAi => match document() {
+        Format::ChatGpt | Format::ClaudeAi | Format::GeminiApps => match document() {
             Ok(document) if format == Format::ChatGpt => documents::chatgpt(&document, fallback_id),
+            Ok(document) if format == Format::GeminiApps => documents::gemini_apps(&document, fallback_id),
             Ok(document) => documents::claude_ai(&document, fallback_id),
             Err(_) => Parsed { skipped: 1, malformed: vec![1], ..Parsed::default() },
         },
