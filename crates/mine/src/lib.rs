@@ -21,6 +21,7 @@ pub mod documents;
 pub mod opencode;
 pub mod project;
 pub mod slack;
+pub mod sweep;
 
 use mempalace_core::exchange::{Exchange, Turn, exchanges};
 
