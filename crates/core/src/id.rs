@@ -7,7 +7,9 @@
 //!   `drawer_{wing}_{room}_{sha256(wing + room + content)[:24]}`;
 //! * a chunk mined from a file: `drawer_{wing}_{room}_{sha256(source_file + chunk_index)[:24]}`;
 //! * an exchange mined from a conversation:
-//!   `drawer_{wing}_{room}_{sha256(source_file:extract_mode:chunk_index)[:24]}`.
+//!   `drawer_{wing}_{room}_{sha256(source_file:extract_mode:chunk_index)[:24]}`;
+//! * a message filed by the sweeper (MemPalace `sweep`): `sweep_{session_id}_{message_uuid}`,
+//!   independent of place and text, so a message is filed once wherever it goes.
 //!
 //! Wing and room enter the id as stored. The same text filed twice in the
 //! same place therefore gets the same id, which is what makes writes
@@ -160,9 +162,22 @@ pub fn convo_drawer_id(wing: &Wing, room: &Room, source_file: &str, extract_mode
     place_id(wing, room, &sha256_hex(&[&key]))
 }
 
+/// Id of one transcript message filed by the sweeper (MemPalace 3.11
+/// `sweeper._drawer_id_for_message`). Fails when the parts make no valid
+/// id (empty, control characters, over 512 characters).
+pub fn sweep_drawer_id(session_id: &str, message_uuid: &str) -> Result<DrawerId, ValidationError> {
+    DrawerId::parse(&format!("sweep_{session_id}_{message_uuid}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sweep_ids_are_the_python_recipe() {
+        assert_eq!(sweep_drawer_id("s-1", "u-2").unwrap().as_str(), "sweep_s-1_u-2");
+        assert!(sweep_drawer_id("s\n", "u").is_err());
+    }
 
     fn wing(name: &str) -> Wing {
         Wing::parse(name).unwrap()

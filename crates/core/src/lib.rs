@@ -53,6 +53,8 @@ macro_rules! vocabulary {
     };
 }
 
+pub mod aaak;
+pub mod audit;
 pub mod centroid;
 pub mod chunk;
 pub mod classify;
@@ -72,9 +74,12 @@ pub mod kg;
 pub mod layers;
 pub mod learn;
 pub mod lexical;
+pub mod megafile;
 pub mod name;
+pub mod origin;
 pub mod project;
 pub mod query;
+pub mod roomset;
 pub mod session;
 pub mod time;
 pub mod tunnel;

@@ -76,6 +76,10 @@ pub struct IngestRequest {
     pub lines: Option<(u32, u32)>,
     /// Position of this text among its source's chunks.
     pub chunk_index: Option<u32>,
+    /// An id the source chose instead of the content-derived one (the
+    /// sweeper's `sweep_{session}_{uuid}`): the text is then filed as one
+    /// drawer, so it must be raw and at most 10,000 characters.
+    pub id: Option<DrawerId>,
 }
 
 impl IngestRequest {
@@ -101,6 +105,7 @@ impl IngestRequest {
             filed_at: None,
             lines: None,
             chunk_index: None,
+            id: None,
         }
     }
 }
@@ -328,6 +333,15 @@ impl Palace {
         }
         let chunks = chunk_texts(&request);
         let total = chunks.len();
+        if request.id.is_some() && (!request.raw || total != 1) {
+            return Err(mempalace_core::ValidationError::TooLong {
+                what: "text filed under a chosen id",
+                len: length,
+                max: Content::MAX_CHARS,
+                hint: "A chosen id names one raw drawer; split the text and give each part its own id.",
+            }
+            .into());
+        }
         let mut out = Vec::with_capacity(total);
         for (chunk_index, text) in chunks.into_iter().enumerate() {
             let content = Content::parse(text)?;
@@ -340,6 +354,9 @@ impl Palace {
                 request.filed_at.unwrap_or(now),
             );
             drawer.updated_at = now;
+            if let Some(id) = &request.id {
+                drawer.id = id.clone();
+            }
             drawer.hall = request.hall.clone();
             if let Some(date) = request.filed_at {
                 drawer.content_date = Some(date.format("%Y-%m-%d").to_string());

@@ -8,6 +8,8 @@
 //!
 //! This is also where the clock is read; core takes time as an argument.
 
+pub mod aaak;
+pub mod audit;
 pub mod drawers;
 pub mod embedding;
 pub mod error;
@@ -16,6 +18,7 @@ pub mod hallways;
 pub mod ingest;
 pub mod kg;
 pub mod layers;
+pub mod layout;
 pub mod palace;
 pub mod pool;
 pub mod search;

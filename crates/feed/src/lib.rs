@@ -21,6 +21,7 @@ mod files;
 mod general;
 mod opencode;
 mod project;
+pub mod sweep;
 pub mod sync;
 
 use std::path::{Path, PathBuf};

@@ -261,6 +261,83 @@ impl Settings {
     }
 }
 
+impl Settings {
+    /// A folder beside the palace for the files maintenance commands keep
+    /// for review (room sets, split plans): the SQLite palace's own folder,
+    /// or for PostgreSQL `~/.mempalace/postgres/<12 hex of the URL without
+    /// its password>`; a workspace other than the default gets a subfolder.
+    pub fn side_dir(&self) -> Result<PathBuf> {
+        let base = match &self.database_url {
+            Some(url) => {
+                let digest = mempalace_core::ContentHash::of(&mempalace_store::location::redact(url));
+                self.home
+                    .as_ref()
+                    .context("HOME is not set, and a PostgreSQL palace keeps its review files under ~/.mempalace")?
+                    .join(".mempalace")
+                    .join("postgres")
+                    .join(&digest.as_str()[..12])
+            }
+            None => self.palace_file.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(".")),
+        };
+        Ok(if self.workspace.as_str() == WorkspaceId::DEFAULT { base } else { base.join(self.workspace.as_str()) })
+    }
+}
+
+/// The people `mempalace split` looks for: `~/.mempalace/known_names.json`
+/// (the Python MemPalace's file: a list of names, or `{"names": [...],
+/// "username_map": {"jdoe": "John"}}`); none when the file is missing.
+pub fn known_names(home: Option<&Path>) -> Result<mempalace_core::megafile::KnownNames> {
+    let mut known = mempalace_core::megafile::KnownNames::default();
+    let Some(path) = home.map(|home| home.join(".mempalace").join("known_names.json")) else { return Ok(known) };
+    if !path.is_file() {
+        return Ok(known);
+    }
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let value: Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON; fix it or move it aside", path.display()))?;
+    let strings = |value: Option<&Value>| -> Vec<String> {
+        value
+            .and_then(Value::as_array)
+            .map_or_else(Vec::new, |items| items.iter().filter_map(Value::as_str).map(str::to_string).collect())
+    };
+    match &value {
+        Value::Array(_) => known.names = strings(Some(&value)),
+        Value::Object(map) => {
+            known.names = strings(map.get("names"));
+            if let Some(Value::Object(users)) = map.get("username_map") {
+                known.username_map =
+                    users.iter().filter_map(|(user, name)| Some((user.clone(), name.as_str()?.to_string()))).collect();
+            }
+        }
+        _ => bail!("{} must hold a list of names or {{\"names\": [...]}}", path.display()),
+    }
+    Ok(known)
+}
+
+/// Writes `entity_languages` into `~/.mempalace/config.json` (created when
+/// missing; other keys kept), as the Python MemPalace's `init --lang` does.
+/// Returns the file written.
+pub fn save_entity_languages(home: Option<&Path>, languages: &[String]) -> Result<PathBuf> {
+    let dir =
+        home.context("HOME is not set, so there is no ~/.mempalace/config.json to keep --lang in")?.join(".mempalace");
+    let path = dir.join("config.json");
+    let mut map = match std::fs::read_to_string(&path) {
+        Ok(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(map)) => map,
+            _ => bail!("{} is not a JSON object; fix it before saving --lang", path.display()),
+        },
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => serde_json::Map::new(),
+        Err(error) => return Err(error).with_context(|| format!("reading {}", path.display())),
+    };
+    map.insert("entity_languages".into(), Value::from(languages.to_vec()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let partial = dir.join("config.json.partial");
+    let text = serde_json::to_string_pretty(&Value::Object(map)).context("writing config.json")?;
+    std::fs::write(&partial, text + "\n").with_context(|| format!("writing {}", partial.display()))?;
+    std::fs::rename(&partial, &path).with_context(|| format!("replacing {}", path.display()))?;
+    Ok(path)
+}
+
 /// Where the palace file lives for a palace path: an existing file, or a
 /// path ending in `.db`/`.sqlite`/`.sqlite3` is the file itself; anything
 /// else is a directory holding `palace.db`.
@@ -645,6 +722,28 @@ mod tests {
         assert!(err.contains("busy_timeout_ms") && err.contains("milliseconds"), "{err}");
         assert!(ConfigFile::parse("[1]", origin).is_err());
         assert!(ConfigFile::parse("{not json", origin).is_err());
+    }
+
+    #[test]
+    fn entity_languages_are_saved_beside_the_other_keys_and_known_names_read_both_shapes() {
+        let home = tempfile::tempdir().unwrap();
+        let dot = home.path().join(".mempalace");
+        std::fs::create_dir_all(&dot).unwrap();
+        std::fs::write(dot.join("config.json"), r#"{"palace_path": "/p"}"#).unwrap();
+        save_entity_languages(Some(home.path()), &["en".into(), "pt-br".into()]).unwrap();
+        let config: Value = serde_json::from_str(&std::fs::read_to_string(dot.join("config.json")).unwrap()).unwrap();
+        assert_eq!(config["entity_languages"], serde_json::json!(["en", "pt-br"]));
+        assert_eq!(config["palace_path"], "/p");
+        assert!(ConfigFile::parse(&config.to_string(), &dot.join("config.json")).is_ok(), "still a valid config");
+
+        assert_eq!(known_names(Some(home.path())).unwrap(), mempalace_core::megafile::KnownNames::default());
+        std::fs::write(dot.join("known_names.json"), r#"["Alice"]"#).unwrap();
+        assert_eq!(known_names(Some(home.path())).unwrap().names, ["Alice"]);
+        std::fs::write(dot.join("known_names.json"), r#"{"names": ["Bob"], "username_map": {"jd": "John"}}"#).unwrap();
+        let known = known_names(Some(home.path())).unwrap();
+        assert_eq!((known.names, known.username_map["jd"].as_str()), (vec!["Bob".to_string()], "John"));
+        std::fs::write(dot.join("known_names.json"), "7").unwrap();
+        assert!(known_names(Some(home.path())).is_err());
     }
 
     #[test]

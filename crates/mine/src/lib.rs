@@ -23,6 +23,7 @@ pub mod html;
 pub mod opencode;
 pub mod project;
 pub mod slack;
+pub mod sweep;
 
 use mempalace_core::exchange::{Exchange, Turn, exchanges};
 

@@ -6,23 +6,35 @@
 //! `--json`). Command names and flags follow the Python MemPalace CLI where
 //! it has the command.
 
+mod audit;
 mod bench;
+mod compress;
+mod daemon;
 mod drawer;
 mod embedder;
 mod hallways;
 mod hook;
 mod identity;
+mod instructions;
 mod kg;
 mod mcp;
 mod migrate;
 mod migrate_store;
+mod migrate_wings;
 mod mine;
 mod model;
 mod palace;
+mod repair;
 mod retrieve;
+mod rooms;
+mod rules;
+mod split;
+mod sweep;
 mod sync;
 mod transfer;
+mod update;
 mod values;
+mod wings;
 mod wire;
 mod work;
 
@@ -142,6 +154,39 @@ pub enum Command {
     /// Check the palace and rebuild derived indexes if needed. Never deletes user data.
     #[command(visible_alias = "repair")]
     Doctor(palace::DoctorArgs),
+    /// Print instructions for agents (init, search, mine, help, status, audit); without a name, the list.
+    // `help` is one of the guides, so clap's own help subcommand steps aside (`--help` still works).
+    #[command(disable_help_subcommand = true)]
+    Instructions(instructions::InstructionsArgs),
+    /// Print the shared-brain rules block for an agent instruction file (CLAUDE.md, AGENTS.md, …).
+    Rules(rules::RulesArgs),
+    /// File every Claude Code message of a transcript (or folder) as its own drawer, once.
+    Sweep(sweep::SweepArgs),
+    /// AAAK-summarise drawers (kept in each drawer's context as `aaak`); report tokens before and after.
+    Compress(compress::CompressArgs),
+    /// Split transcript .txt files holding several Claude Code sessions into one file per session.
+    Split(split::SplitArgs),
+    /// Show the derived-index checks and vector coverage (read-only; `doctor` repairs).
+    RepairStatus(repair::RepairStatusArgs),
+    /// The Python MemPalace's ChromaDB version migration: explains that there is none here.
+    Migrate(repair::MigrateArgs),
+    /// Normalise wing names (lowercase, `-` and spaces to `_`), keeping drawer ids.
+    MigrateWings(migrate_wings::MigrateWingsArgs),
+    /// Score how well organised the palace is (rooms, naming, tunnels, knowledge graph).
+    Audit(audit::AuditArgs),
+    /// Propose a closed room set for a wing, then move its drawers to their nearest room.
+    #[command(subcommand)]
+    Rooms(rooms::RoomsCommand),
+    /// Wing maintenance: split a transcript wing by source project.
+    #[command(subcommand)]
+    Wings(wings::WingsCommand),
+    /// The installed version and how to update (mempalace never updates itself).
+    #[command(subcommand)]
+    Update(update::UpdateCommand),
+    /// The Python MemPalace's daemon: not needed here (explains what to use).
+    Daemon(daemon::DaemonArgs),
+    /// The Python MemPalace's `palace set-embedder`: explains where the embedder lives here.
+    Palace(daemon::PalaceArgs),
 }
 
 /// Exit codes other than 0 (documented in docs/cli.md).
@@ -393,5 +438,37 @@ pub fn run(cli: Cli, env: &BTreeMap<String, String>) -> Result<()> {
             model::reembed(&with_embedder(open_palace(&settings, Access::Update)?, &settings)?, args)
         }
         Command::Doctor(args) => palace::doctor(&open_palace(&settings, Access::Update)?, args),
+        Command::Instructions(args) => instructions::instructions(args),
+        Command::Rules(args) => rules::rules(args),
+        Command::Sweep(args) => sweep::run(&with_embedder(open_palace(&settings, Access::Create)?, &settings)?, args),
+        Command::Compress(args) => compress::run(&open_palace(&settings, Access::Update)?, &settings, args),
+        Command::Split(args) => split::run(&settings, args),
+        Command::RepairStatus(args) => repair::repair_status(&open_palace(&settings, Access::Read)?, &settings, args),
+        Command::Migrate(args) => repair::migrate(&settings, args),
+        Command::MigrateWings(args) => migrate_wings::run(&open_palace(&settings, Access::Update)?, args),
+        Command::Audit(args) => audit::run(&open_palace(&settings, Access::Read)?, &settings, args),
+        Command::Rooms(command) => {
+            // Only applying compares vectors; proposing reads text.
+            let palace = match command {
+                rooms::RoomsCommand::Propose(_) => open_palace(&settings, Access::Read)?,
+                rooms::RoomsCommand::Apply(_) => with_embedder(open_palace(&settings, Access::Update)?, &settings)?,
+            };
+            rooms::run(&palace, &settings, command)
+        }
+        Command::Wings(command) => wings::run(&open_palace(&settings, Access::Update)?, &settings, command),
+        Command::Update(command) => update::run(command),
+        Command::Daemon(args) => daemon::daemon(args),
+        Command::Palace(args) => daemon::palace(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// clap checks a command table only when it is used; this checks all of
+    /// it (duplicate names such as a `help` subcommand, conflicting flags).
+    #[test]
+    fn the_command_table_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
     }
 }

@@ -1,4 +1,10 @@
 //! `init`, `status` and `doctor`: the palace as a whole.
+//!
+//! `init` also takes the Python MemPalace's flags: `--lang` is kept in
+//! config.json (`entity_languages`), `--auto-mine` mines the project after
+//! writing its `mempalace.yaml` (`mempalace_feed::mine`, projects mode);
+//! the LLM flags, `--backend`, `--daemon` and `--direct` are accepted and
+//! change nothing (there is no LLM path, only our stores, and no daemon).
 
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
@@ -11,9 +17,11 @@ use mempalace_engine::{DoctorReport, Palace};
 use mempalace_store::HealthCheck;
 use serde_json::json;
 
-use super::{Access, Unhealthy, UserError, open_palace};
+use mempalace_feed::{MineOptions, Mode};
+
+use super::{Access, Unhealthy, UserError, open_palace, with_embedder};
 use crate::output;
-use crate::settings::Settings;
+use crate::settings::{self, Settings};
 
 /// Arguments of `init`.
 #[derive(Debug, Args)]
@@ -23,6 +31,60 @@ pub struct InitArgs {
     /// Accept the proposed rooms without asking.
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Mine DIR (its documents, as `mempalace mine DIR`) right after writing mempalace.yaml.
+    #[arg(long)]
+    pub auto_mine: bool,
+    /// Comma-separated language codes for entity detection (e.g. en,pt-br), kept as entity_languages in
+    /// ~/.mempalace/config.json (the Python MemPalace's setting; extraction here does not read it yet).
+    #[arg(long, value_name = "CODES")]
+    pub lang: Option<String>,
+    /// Accepted for the Python MemPalace; there is no LLM path here (init is heuristic).
+    #[arg(long, hide = true)]
+    pub llm: bool,
+    /// Accepted for the Python MemPalace (init is always heuristic here).
+    #[arg(long, hide = true)]
+    pub no_llm: bool,
+    /// Accepted for the Python MemPalace; ignored.
+    #[arg(long, hide = true)]
+    pub llm_provider: Option<String>,
+    /// Accepted for the Python MemPalace; ignored.
+    #[arg(long, hide = true)]
+    pub llm_model: Option<String>,
+    /// Accepted for the Python MemPalace; ignored.
+    #[arg(long, hide = true)]
+    pub llm_endpoint: Option<String>,
+    /// Accepted for the Python MemPalace; ignored.
+    #[arg(long, hide = true)]
+    pub llm_api_key: Option<String>,
+    /// Accepted for the Python MemPalace; nothing is sent anywhere.
+    #[arg(long, hide = true)]
+    pub accept_external_llm: bool,
+    /// Accepted for the Python MemPalace; the store is chosen by --palace or --store.
+    #[arg(long, hide = true)]
+    pub backend: Option<String>,
+    /// Accepted for the Python MemPalace's write routing; no effect.
+    #[arg(long, hide = true, conflicts_with = "direct")]
+    pub daemon: bool,
+    /// Accepted for the Python MemPalace's write routing; no effect.
+    #[arg(long, hide = true)]
+    pub direct: bool,
+}
+
+impl InitArgs {
+    fn wants_llm(&self) -> bool {
+        self.llm
+            || self.llm_provider.is_some()
+            || self.llm_model.is_some()
+            || self.llm_endpoint.is_some()
+            || self.llm_api_key.is_some()
+            || self.accept_external_llm
+    }
+}
+
+/// `--lang` as a list: blank items dropped, `en` when nothing is left.
+fn languages(codes: &str) -> Vec<String> {
+    let list: Vec<String> = codes.split(',').map(str::trim).filter(|c| !c.is_empty()).map(str::to_string).collect();
+    if list.is_empty() { vec!["en".to_string()] } else { list }
 }
 
 /// Arguments of `status`.
@@ -48,10 +110,57 @@ pub struct DoctorArgs {
 }
 
 pub fn init(settings: &Settings, args: InitArgs) -> Result<()> {
+    if args.auto_mine && args.dir.is_none() {
+        return Err(UserError("--auto-mine needs the project directory: mempalace init DIR --auto-mine".into()).into());
+    }
+    if args.wants_llm() && !args.no_llm {
+        output::note("mempalace-rs has no LLM path yet: init runs heuristics-only (the --llm flags are ignored)");
+    }
+    if let Some(backend) = &args.backend {
+        output::note(format!(
+            "--backend {backend} is ignored: the palace is stored in SQLite (--palace) or PostgreSQL (--store postgres://…)"
+        ));
+    }
     let palace = open_palace(settings, Access::Create)?;
     let status = palace.status()?;
     output::line(format!("palace ready at {} ({} drawers)", settings.location(), status.taxonomy.total_drawers))?;
-    let Some(dir) = args.dir else { return Ok(()) };
+    if let Some(codes) = &args.lang {
+        let list = languages(codes);
+        let path = settings::save_entity_languages(settings.home.as_deref(), &list)?;
+        output::line(format!("languages: {} (saved as entity_languages in {})", list.join(", "), path.display()))?;
+    }
+    let Some(dir) = args.dir.clone() else { return Ok(()) };
+    write_project_config(&dir, args.yes)?;
+    if args.auto_mine {
+        auto_mine(settings, &dir)?;
+    } else {
+        output::line(format!("next: mempalace mine {}", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// Mines the project folder with the defaults of `mempalace mine DIR`.
+fn auto_mine(settings: &Settings, dir: &std::path::Path) -> Result<()> {
+    let palace = with_embedder(open_palace(settings, Access::Create)?, settings)?;
+    let options = MineOptions::new(Mode::Projects);
+    let report = mempalace_feed::mine(&palace, Some(dir), settings.home.as_deref(), &options, &mut |_, _, _| {})?;
+    output::line(format!(
+        "mined {}: {} files read, {} drawers added, {} unchanged ({:.1} s)",
+        dir.display(),
+        report.read,
+        report.drawers_added,
+        report.drawers_unchanged,
+        report.seconds
+    ))?;
+    for problem in report.failed.iter().take(10) {
+        output::note(format!("failed: {} — {}", problem.file, problem.error));
+    }
+    Ok(())
+}
+
+/// Writes DIR/mempalace.yaml (asking first on a terminal unless `yes`);
+/// an existing one is kept.
+fn write_project_config(dir: &std::path::Path, yes: bool) -> Result<()> {
     if !dir.is_dir() {
         return Err(
             UserError(format!("{} is not a directory; pass the project folder to describe", dir.display())).into()
@@ -74,7 +183,7 @@ pub fn init(settings: &Settings, args: InitArgs) -> Result<()> {
         }
     }
     let config = ProjectConfig::propose(&wing, &folders);
-    if !args.yes && std::io::stdin().is_terminal() {
+    if !yes && std::io::stdin().is_terminal() {
         output::note(format!("wing: {}", config.wing));
         for room in &config.rooms {
             output::note(format!("  room {:<20} {}", room.name, room.description));
@@ -89,7 +198,6 @@ pub fn init(settings: &Settings, args: InitArgs) -> Result<()> {
     }
     std::fs::write(&yaml_path, config.to_yaml()).with_context(|| format!("writing {}", yaml_path.display()))?;
     output::line(format!("wrote {} (wing {}, {} rooms)", yaml_path.display(), config.wing, config.rooms.len()))?;
-    output::line(format!("next: mempalace mine {}", dir.display()))?;
     Ok(())
 }
 

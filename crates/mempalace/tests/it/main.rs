@@ -16,3 +16,4 @@ mod mine;
 #[cfg(feature = "postgres")]
 mod store;
 mod tidy;
+mod verbs;
