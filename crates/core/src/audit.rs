@@ -11,7 +11,11 @@
 //!   places under another spelling); not scored without tunnels;
 //! * **knowledge graph** — predicate reuse over open facts,
 //!   `1 − distinct predicates / open facts`;
-//! * **hallways** — not built here: always `null`.
+//! * **hallways** — the share of the strongest [`HALLWAY_TOP_N`] hallways
+//!   that are not spelling artefacts: a self-link (two spellings of one
+//!   entity: `src/main.zig` ↔ `main.zig`, `Postgres` ↔ `postgres`) or a
+//!   duplicate (a pair already linked under other spellings; the strongest
+//!   of the group is kept); not scored without hallways.
 //!
 //! Overall is the mean of the scores present. Pure: the engine gathers the
 //! counts ([`AuditInput`]); this module scores and words them.
@@ -77,6 +81,88 @@ pub struct AuditInput {
     pub tunnels: Vec<TunnelEnds>,
     /// The knowledge graph.
     pub kg: KgInput,
+    /// Hallways (entity pairs mentioned together), any order.
+    pub hallways: Vec<HallwayInput>,
+}
+
+/// A hallway as the audit sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HallwayInput {
+    /// Its id.
+    pub id: String,
+    /// Its wing.
+    pub wing: String,
+    /// One entity.
+    pub entity_a: String,
+    /// The other.
+    pub entity_b: String,
+    /// Drawers mentioning both.
+    pub count: u64,
+}
+
+/// How many of the strongest hallways the hallway score judges (what a
+/// wake-up or a traversal reads).
+pub const HALLWAY_TOP_N: usize = 100;
+
+/// Extensions that make a name a file's: `main.zig` and `main` are one
+/// entity, `parser.c` and `parser.h` two (the Python MemPalace's list).
+pub const CODE_EXTENSIONS: &[&str] = &[
+    "py", "js", "ts", "tsx", "jsx", "mjs", "cjs", "zig", "swift", "rs", "go", "md", "json", "yaml", "yml", "toml",
+    "sh", "c", "h", "cpp", "hpp", "java", "kt", "rb", "php", "html", "css", "sql", "txt", "cs", "vue", "svelte",
+];
+
+/// The base name of an entity without a path or a code extension.
+fn entity_base(entity: &str) -> (String, Option<String>) {
+    let base = entity.replace('\\', "/");
+    let base = base.trim_end_matches('/').rsplit('/').next().unwrap_or("").to_string();
+    if let Some((stem, extension)) = base.rsplit_once('.')
+        && !stem.is_empty()
+        && CODE_EXTENSIONS.contains(&extension.to_lowercase().as_str())
+    {
+        return (stem.to_string(), Some(extension.to_lowercase()));
+    }
+    (base, None)
+}
+
+/// The key two spellings of one entity share: the base name without a
+/// path or code extension, lowercase, letters and digits only
+/// (`src/main.zig`, `main.zig` and `Main` → `main`; `Crawbl Backend` and
+/// `crawbl-backend` → `crawblbackend`).
+pub fn entity_spelling_key(entity: &str) -> String {
+    entity_base(entity).0.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+}
+
+/// Whether two names spell one entity: the same key, and not two
+/// different code extensions (`parser.c` and `parser.h` are two files).
+pub fn same_entity_spelling(a: &str, b: &str) -> bool {
+    let ((_, ext_a), (_, ext_b)) = (entity_base(a), entity_base(b));
+    let key = entity_spelling_key(a);
+    !key.is_empty() && key == entity_spelling_key(b) && (ext_a.is_none() || ext_b.is_none() || ext_a == ext_b)
+}
+
+/// The spelling artefacts among hallways, by index: self-links, and
+/// duplicates (every hallway of a wing joining the same two entities
+/// under other spellings, except the strongest of them).
+pub fn hallway_artifacts(hallways: &[HallwayInput]) -> (BTreeSet<usize>, BTreeSet<usize>) {
+    let mut self_links = BTreeSet::new();
+    let mut groups: BTreeMap<(String, String, String), Vec<usize>> = BTreeMap::new();
+    for (index, hallway) in hallways.iter().enumerate() {
+        if same_entity_spelling(&hallway.entity_a, &hallway.entity_b) {
+            self_links.insert(index);
+            continue;
+        }
+        let (mut a, mut b) = (entity_spelling_key(&hallway.entity_a), entity_spelling_key(&hallway.entity_b));
+        if a > b {
+            std::mem::swap(&mut a, &mut b);
+        }
+        groups.entry((hallway.wing.clone(), a, b)).or_default().push(index);
+    }
+    let mut duplicates = BTreeSet::new();
+    for mut members in groups.into_values() {
+        members.sort_by(|x, y| hallways[*y].count.cmp(&hallways[*x].count).then(hallways[*x].id.cmp(&hallways[*y].id)));
+        duplicates.extend(members.into_iter().skip(1));
+    }
+    (self_links, duplicates)
 }
 
 /// A wing whose drawers sit almost all in one room.
@@ -206,6 +292,56 @@ pub struct KgReport {
     pub predicate_reuse: f64,
 }
 
+/// The hallways layer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct HallwaysReport {
+    /// Hallways.
+    pub total: usize,
+    /// Two spellings of one entity linked to each other.
+    pub self_links: usize,
+    /// Pairs linked again under other spellings.
+    pub duplicates: usize,
+    /// `(self_links + duplicates) / total`.
+    pub artifact_share: f64,
+    /// The strongest hallways judged.
+    pub top_n: usize,
+    /// Artefacts among them.
+    pub top_artifacts: usize,
+    /// Their share: what the score counts.
+    pub top_artifact_share: f64,
+    /// Some artefacts, strongest first.
+    pub artifact_sample: Vec<String>,
+}
+
+fn analyze_hallways(hallways: &[HallwayInput]) -> HallwaysReport {
+    let (self_links, duplicates) = hallway_artifacts(hallways);
+    let mut order: Vec<usize> = (0..hallways.len()).collect();
+    order.sort_by(|x, y| hallways[*y].count.cmp(&hallways[*x].count).then(hallways[*x].id.cmp(&hallways[*y].id)));
+    let artifact = |index: &usize| self_links.contains(index) || duplicates.contains(index);
+    let top: Vec<usize> = order.iter().copied().take(HALLWAY_TOP_N).collect();
+    let top_artifacts = top.iter().filter(|i| artifact(i)).count();
+    let total = hallways.len();
+    HallwaysReport {
+        total,
+        self_links: self_links.len(),
+        duplicates: duplicates.len(),
+        artifact_share: if total > 0 {
+            round4((self_links.len() + duplicates.len()) as f64 / total as f64)
+        } else {
+            0.0
+        },
+        top_n: top.len(),
+        top_artifacts,
+        top_artifact_share: if top.is_empty() { 0.0 } else { round4(top_artifacts as f64 / top.len() as f64) },
+        artifact_sample: order
+            .iter()
+            .filter(|i| artifact(i))
+            .take(SAMPLE_LIMIT)
+            .map(|i| format!("{} ↔ {}", hallways[*i].entity_a, hallways[*i].entity_b))
+            .collect(),
+    }
+}
+
 /// Scores per layer, `None` where a layer is empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Scores {
@@ -217,7 +353,7 @@ pub struct Scores {
     pub naming: Option<u8>,
     /// Tunnels.
     pub tunnels: Option<u8>,
-    /// Hallways: not built here.
+    /// Hallways.
     pub hallways: Option<u8>,
     /// Knowledge graph.
     pub knowledge_graph: Option<u8>,
@@ -243,8 +379,8 @@ pub struct AuditReport {
     pub naming: NamingReport,
     /// Tunnels.
     pub tunnels: TunnelsReport,
-    /// Hallways are not built by mempalace-rs: always `None`.
-    pub hallways: Option<()>,
+    /// Hallways.
+    pub hallways: HallwaysReport,
     /// Knowledge graph.
     pub knowledge_graph: KgReport,
     /// Findings, by layer.
@@ -459,7 +595,13 @@ fn name_list(names: &[String], keep: usize) -> String {
     }
 }
 
-fn findings(rooms: &RoomsReport, naming: &NamingReport, tunnels: &TunnelsReport, kg: &KgReport) -> Vec<Finding> {
+fn findings(
+    rooms: &RoomsReport,
+    naming: &NamingReport,
+    tunnels: &TunnelsReport,
+    hallways: &HallwaysReport,
+    kg: &KgReport,
+) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut add = |layer: &str, text: String| out.push(Finding { layer: layer.to_string(), text });
     if rooms.total_drawers > 0 && rooms.generic_share >= 0.5 {
@@ -540,6 +682,22 @@ fn findings(rooms: &RoomsReport, naming: &NamingReport, tunnels: &TunnelsReport,
             "No explicit tunnels; link related wings with `mempalace graph tunnel create WING/ROOM WING/ROOM`.".into(),
         );
     }
+    if hallways.total > 0 && hallways.top_artifact_share >= 0.1 {
+        add(
+            "hallways",
+            format!(
+                "{} of the {} strongest hallways ({:.0}%) are spelling artifacts: an entity paired with another \
+                 spelling of itself or a pair linked again under other spellings; {} self-links and {} duplicates of \
+                 {} overall; run `mempalace hallways --prune-spellings`.",
+                hallways.top_artifacts,
+                hallways.top_n,
+                hallways.top_artifact_share * 100.0,
+                hallways.self_links,
+                hallways.duplicates,
+                hallways.total
+            ),
+        );
+    }
     if kg.triples > 0 {
         if kg.predicate_reuse < 0.5 {
             add(
@@ -563,13 +721,14 @@ pub fn audit(input: &AuditInput) -> AuditReport {
     let wings: BTreeSet<String> = input.wing_rooms.keys().cloned().collect();
     let tunnels = analyze_tunnels(&input.tunnels, &wings);
     let kg = analyze_kg(&input.kg);
+    let hallways = analyze_hallways(&input.hallways);
     let drift_groups = naming.wing_drift.len() + naming.room_drift.len() + naming.mixed_wings.len();
     let mut scores = Scores {
         overall: None,
         rooms: (rooms.total_drawers > 0).then(|| clamp(100.0 * (1.0 - rooms.generic_share))),
         naming: (rooms.wings > 0).then(|| clamp(100.0 - 10.0 * drift_groups as f64)),
         tunnels: (tunnels.total > 0).then(|| clamp(100.0 * (1.0 - tunnels.artifact_share))),
-        hallways: None,
+        hallways: (hallways.total > 0).then(|| clamp(100.0 * (1.0 - hallways.top_artifact_share))),
         knowledge_graph: (kg.triples > 0).then(|| clamp(100.0 * kg.predicate_reuse)),
     };
     let present: Vec<u8> = [scores.rooms, scores.naming, scores.tunnels, scores.hallways, scores.knowledge_graph]
@@ -578,8 +737,8 @@ pub fn audit(input: &AuditInput) -> AuditReport {
         .collect();
     scores.overall =
         (!present.is_empty()).then(|| clamp(present.iter().map(|s| f64::from(*s)).sum::<f64>() / present.len() as f64));
-    let findings = findings(&rooms, &naming, &tunnels, &kg);
-    AuditReport { scores, rooms, naming, tunnels, hallways: None, knowledge_graph: kg, findings }
+    let findings = findings(&rooms, &naming, &tunnels, &hallways, &kg);
+    AuditReport { scores, rooms, naming, tunnels, hallways, knowledge_graph: kg, findings }
 }
 
 const LAYERS: &[(&str, &str)] = &[
@@ -587,7 +746,7 @@ const LAYERS: &[(&str, &str)] = &[
     ("rooms", "drawers outside generic rooms"),
     ("naming", "wing/room spellings that do not collide"),
     ("tunnels", "explicit tunnels that are sound"),
-    ("hallways", "not built by mempalace-rs"),
+    ("hallways", "strongest hallways that are not spelling artifacts"),
     ("knowledge graph", "predicate reuse across open facts"),
 ];
 
@@ -640,11 +799,12 @@ pub fn render(report: &AuditReport, palace: &str, width: usize) -> String {
     }
     lines.push(String::new());
     lines.push(format!(
-        "  {} drawers, {} wings, {} rooms, {} tunnels, {} facts",
+        "  {} drawers, {} wings, {} rooms, {} tunnels, {} hallways, {} facts",
         report.rooms.total_drawers,
         report.rooms.wings,
         report.rooms.distinct_rooms,
         report.tunnels.total,
+        report.hallways.total,
         report.knowledge_graph.triples
     ));
     lines.push(String::new());
@@ -735,6 +895,38 @@ mod tests {
         let findings = text.lines().filter(|l| l.starts_with("    - ") || l.starts_with("      "));
         assert!(findings.clone().count() > 4, "{text}");
         assert!(findings.into_iter().all(|l| l.chars().count() <= 60), "findings wrap at the width: {text}");
+    }
+
+    #[test]
+    fn hallway_artifacts_are_self_links_and_duplicates() {
+        assert!(same_entity_spelling("src/main.zig", "main.zig"));
+        assert!(same_entity_spelling("Postgres", "postgres"));
+        assert!(same_entity_spelling("Crawbl Backend", "crawbl-backend"));
+        assert!(!same_entity_spelling("parser.c", "parser.h"), "two files");
+        assert!(!same_entity_spelling("Alice", "Alicia"));
+        let hallway = |id: &str, wing: &str, a: &str, b: &str, count: u64| HallwayInput {
+            id: id.into(),
+            wing: wing.into(),
+            entity_a: a.into(),
+            entity_b: b.into(),
+            count,
+        };
+        let hallways = vec![
+            hallway("h1", "app", "ChatStore", "RootView", 9),
+            hallway("h2", "app", "chatstore", "RootView", 4),
+            hallway("h3", "app", "ChatStore.swift", "RootView.swift", 2),
+            hallway("h4", "app", "src/main.zig", "main.zig", 7),
+            hallway("h5", "app", "parser.c", "parser.h", 3),
+            hallway("h6", "web", "chatstore", "RootView", 3),
+        ];
+        let (self_links, duplicates) = hallway_artifacts(&hallways);
+        assert_eq!(self_links, BTreeSet::from([3]));
+        assert_eq!(duplicates, BTreeSet::from([1, 2]), "the strongest of a group stays; another wing is its own");
+        let report = audit(&AuditInput { hallways, ..AuditInput::default() });
+        assert_eq!((report.hallways.total, report.hallways.top_artifacts), (6, 3));
+        assert_eq!(report.scores.hallways, Some(50));
+        assert!(report.findings.iter().any(|f| f.layer == "hallways" && f.text.contains("--prune-spellings")));
+        assert_eq!(report.hallways.artifact_sample[0], "src/main.zig ↔ main.zig", "strongest first");
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The read-only reviews of a palace: the organisation audit (scores from
 //! [`mempalace_core::audit`] over the taxonomy, the drawers' source
-//! projects, the explicit tunnels and the knowledge graph) and the vector
+//! projects, the explicit tunnels, the hallways and the knowledge graph) and the vector
 //! coverage per embedding model (the `repair-status` counts).
 //!
 //! Nothing here writes; both read committed data only, so they run while
@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use mempalace_core::DrawerStatus;
-use mempalace_core::audit::{AuditInput, AuditReport, KgInput, ProjectMix, TunnelEnds, audit};
+use mempalace_core::audit::{AuditInput, AuditReport, HallwayInput, KgInput, ProjectMix, TunnelEnds, audit};
 use mempalace_core::origin::{project_key, resolve_target};
 
 use crate::error::EngineResult;
@@ -59,11 +59,23 @@ impl Palace {
         for fact in self.kg_timeline(None)?.into_iter().filter(|fact| fact.valid_to.is_none()) {
             *open_predicates.entry(fact.predicate).or_default() += 1;
         }
+        let hallways = self
+            .hallways(None)?
+            .into_iter()
+            .map(|h| HallwayInput {
+                id: h.id,
+                wing: h.wing,
+                entity_a: h.entity_a,
+                entity_b: h.entity_b,
+                count: h.co_occurrence_count as u64,
+            })
+            .collect();
         Ok(audit(&AuditInput {
             wing_rooms,
             project_mix,
             tunnels,
             kg: KgInput { entities: stats.entities, triples: stats.triples, open_predicates },
+            hallways,
         }))
     }
 

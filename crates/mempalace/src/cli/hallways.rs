@@ -2,12 +2,14 @@
 //! (the Python MemPalace's hallways), strongest first.
 //!
 //! Hallways are computed from the drawers whenever they are asked for, so
-//! `--rebuild` only recounts and reports; `--prune-spellings` finds pairs of
-//! two spellings of one name ("Postgres" ↔ "postgres") and, with `--yes`,
-//! hides them.
+//! `--rebuild` only recounts and reports; `--prune-spellings` finds the
+//! spelling artefacts the audit counts — pairs of two spellings of one name
+//! ("Postgres" ↔ "postgres") and pairs linked again under other spellings
+//! (the strongest is kept) — and, with `--yes`, hides them.
 
 use anyhow::Result;
 use clap::Args;
+use mempalace_core::audit::{HallwayInput, hallway_artifacts};
 use mempalace_engine::Palace;
 use mempalace_engine::hallways::Hallway;
 use serde_json::json;
@@ -37,20 +39,33 @@ pub struct HallwaysArgs {
     json: bool,
 }
 
-/// A name with case, spacing and punctuation left out.
-fn spelling_key(name: &str) -> String {
-    name.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
-}
-
-fn is_spelling_artifact(hallway: &Hallway) -> bool {
-    spelling_key(&hallway.entity_a) == spelling_key(&hallway.entity_b)
+/// The hallways that are spelling artefacts (self-links and duplicates,
+/// as the audit counts them), strongest first.
+fn spelling_artifacts(hallways: &[Hallway]) -> Vec<&Hallway> {
+    let inputs: Vec<HallwayInput> = hallways
+        .iter()
+        .map(|h| HallwayInput {
+            id: h.id.clone(),
+            wing: h.wing.clone(),
+            entity_a: h.entity_a.clone(),
+            entity_b: h.entity_b.clone(),
+            count: h.co_occurrence_count as u64,
+        })
+        .collect();
+    let (self_links, duplicates) = hallway_artifacts(&inputs);
+    hallways
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| self_links.contains(i) || duplicates.contains(i))
+        .map(|(_, h)| h)
+        .collect()
 }
 
 /// Runs the command.
 pub fn run(palace: &Palace, args: HallwaysArgs) -> Result<()> {
     let hallways = palace.hallways(args.wing.as_deref())?;
     if args.prune_spellings {
-        let artifacts: Vec<&Hallway> = hallways.iter().filter(|h| is_spelling_artifact(h)).collect();
+        let artifacts = spelling_artifacts(&hallways);
         let mut removed = 0;
         if args.yes {
             for hallway in &artifacts {
@@ -62,7 +77,7 @@ pub fn run(palace: &Palace, args: HallwaysArgs) -> Result<()> {
             return Ok(output::json(&json!({"total": hallways.len(), "spelling_artifacts": ids, "removed": removed}))?);
         }
         output::line(format!(
-            "  {} of {} hallways are spelling artifacts (two spellings of one name).",
+            "  {} of {} hallways are spelling artifacts (two spellings of one name, or a pair linked again).",
             artifacts.len(),
             hallways.len()
         ))?;
@@ -112,24 +127,4 @@ pub fn run(palace: &Palace, args: HallwaysArgs) -> Result<()> {
         output::line(format!("    {}", hallway.label()))?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn two_spellings_of_one_name_are_artifacts() {
-        let hallway = |a: &str, b: &str| Hallway {
-            id: "h".into(),
-            wing: "w".into(),
-            entity_a: a.into(),
-            entity_b: b.into(),
-            co_occurrence_count: 2,
-            rooms: vec!["r".into()],
-        };
-        assert!(is_spelling_artifact(&hallway("Postgres", "postgres")));
-        assert!(is_spelling_artifact(&hallway("Crawbl Backend", "crawbl-backend")));
-        assert!(!is_spelling_artifact(&hallway("Alice", "Bob")));
-    }
 }
