@@ -21,6 +21,7 @@ mod files;
 mod general;
 mod opencode;
 mod project;
+pub mod schedule;
 pub mod sweep;
 pub mod sync;
 
@@ -29,13 +30,13 @@ use std::path::{Path, PathBuf};
 use mempalace_core::{Room, Timestamp, Wing};
 use mempalace_engine::Palace;
 use mempalace_engine::drawers::SourceFiling;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use convos::{TranscriptOptions, TranscriptOutcome, mine_transcript};
 pub use error::{FeedError, FeedResult};
 
 /// What the files are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// A project tree: documents first, rooms from `mempalace.yaml`.

@@ -365,6 +365,20 @@ pub fn environment() -> BTreeMap<String, String> {
     std::env::vars_os().filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?))).collect()
 }
 
+/// The variables a scheduled job keeps from the environment it was
+/// installed in: every `MEMPALACE_*` and `CRAWBL_*` setting (the palace,
+/// the model folder, the embedder, limits), except the MCP server's token
+/// and the test suite's own variables. A scheduler starts jobs with an
+/// almost empty environment, so the job would otherwise find another
+/// palace or no model.
+pub fn job_environment(env: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    env.iter()
+        .filter(|(key, _)| key.starts_with("MEMPALACE_") || key.starts_with("CRAWBL_"))
+        .filter(|(key, _)| !key.starts_with("MEMPALACE_TEST_") && key.as_str() != "MEMPALACE_MCP_HTTP_TOKEN")
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect()
+}
+
 /// The home directory named by `HOME` in an environment snapshot.
 pub fn home(env: &BTreeMap<String, String>) -> Option<PathBuf> {
     env.get("HOME").filter(|home| !home.is_empty()).map(PathBuf::from)

@@ -28,6 +28,7 @@ mod repair;
 mod retrieve;
 mod rooms;
 mod rules;
+mod schedule;
 mod split;
 mod sweep;
 mod sync;
@@ -126,6 +127,9 @@ pub enum Command {
     Graph(kg::GraphCommand),
     /// Entity pairs that drawers of a wing mention together (hallways), strongest first.
     Hallways(hallways::HallwaysArgs),
+    /// Mining on a timer: the sources, and a systemd timer, launchd agent or cron line that mines them.
+    #[command(subcommand)]
+    Schedule(schedule::ScheduleCommand),
     /// Fetch, distill and inspect embedding models.
     #[command(subcommand)]
     Model(model::ModelCommand),
@@ -422,6 +426,9 @@ pub fn run(cli: Cli, env: &BTreeMap<String, String>) -> Result<()> {
         ),
         Command::Serve(args) => mcp::serve(&settings, args),
         Command::Hallways(args) => hallways::run(&open_palace(&settings, Access::Read)?, args),
+        Command::Schedule(command) => schedule::run(&settings, command, settings::job_environment(env), || {
+            with_embedder(open_palace(&settings, Access::Create)?, &settings)
+        }),
         Command::Kg(command) => {
             let access = if matches!(command, kg::KgCommand::Add { .. }) { Access::Create } else { Access::Read };
             kg::run_kg(&open_palace(&settings, access)?, command)

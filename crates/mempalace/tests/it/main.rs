@@ -12,6 +12,7 @@ mod hook;
 mod mcp;
 mod migrate;
 mod mine;
+mod schedule;
 // Runs the binary against PostgreSQL: needs a build with the `postgres` feature.
 #[cfg(feature = "postgres")]
 mod store;
