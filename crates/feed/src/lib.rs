@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 
 pub use convos::{TranscriptOptions, TranscriptOutcome, mine_transcript};
 pub use error::{FeedError, FeedResult};
+pub use opencode::mine_opencode_session;
 
 /// What the files are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -197,6 +198,11 @@ impl MineReport {
     }
 }
 
+/// Where opencode keeps its database under a home folder.
+pub fn default_opencode_db(home: &Path) -> PathBuf {
+    home.join(".local/share/opencode/opencode.db")
+}
+
 /// Progress of a run: files done, files in all, drawers added so far.
 pub type Progress<'a> = &'a mut dyn FnMut(usize, usize, usize);
 
@@ -231,12 +237,13 @@ pub fn mine(
             convos::mine(palace, path, options, progress)?
         }
         Mode::Opencode => {
-            let db = match path {
-                Some(path) => path.to_path_buf(),
-                None => home
-                    .ok_or_else(|| FeedError::Invalid("HOME is not set; give the opencode database's path".into()))?
-                    .join(".local/share/opencode/opencode.db"),
-            };
+            let db =
+                match path {
+                    Some(path) => path.to_path_buf(),
+                    None => default_opencode_db(home.ok_or_else(|| {
+                        FeedError::Invalid("HOME is not set; give the opencode database's path".into())
+                    })?),
+                };
             opencode::mine(palace, &db, options)?
         }
     };

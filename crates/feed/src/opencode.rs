@@ -6,9 +6,17 @@ use std::path::Path;
 
 use mempalace_engine::Palace;
 
-use crate::convos::{self, TranscriptOptions};
+use crate::convos::{self, TranscriptOptions, TranscriptOutcome};
 use crate::error::{FeedError, FeedResult};
 use crate::{Extract, MineOptions, MineReport};
+
+/// opencode's own rule: sessions of fewer messages are noise.
+const MIN_MESSAGES: usize = 3;
+
+/// The source a session's drawers carry.
+fn source_of(db: &Path, session: &str) -> String {
+    format!("opencode:{}#{session}", db.canonicalize().unwrap_or(db.to_path_buf()).display())
+}
 
 /// Mines the sessions of the database at `db`.
 pub(crate) fn mine(palace: &Palace, db: &Path, options: &MineOptions) -> FeedResult<MineReport> {
@@ -16,14 +24,12 @@ pub(crate) fn mine(palace: &Palace, db: &Path, options: &MineOptions) -> FeedRes
         return Err(FeedError::NotFound { what: "opencode database", path: db.to_path_buf() });
     }
     let selection = mempalace_mine::opencode::Selection {
-        // opencode's own rule: sessions of fewer than 3 messages are noise.
-        min_messages: options.selection.min_messages.unwrap_or(3),
+        min_messages: options.selection.min_messages.unwrap_or(MIN_MESSAGES),
         since_ms: options.selection.since.map(|t| t.timestamp_millis()),
         session: options.selection.session.clone(),
     };
     let read = mempalace_mine::opencode::read_db(db, &selection)
         .map_err(|detail| FeedError::Unreadable { path: db.to_path_buf(), detail })?;
-    let db_name = db.canonicalize().unwrap_or(db.to_path_buf()).display().to_string();
     let mut report = MineReport { conversations_skipped: read.skipped_sessions, ..MineReport::default() };
     // Sessions are filed as exchanges whatever `--extract` says.
     let transcript = TranscriptOptions { extract: Extract::Exchange, ..TranscriptOptions::from_mine(options) };
@@ -31,7 +37,7 @@ pub(crate) fn mine(palace: &Palace, db: &Path, options: &MineOptions) -> FeedRes
         report.files += 1;
         report.read += 1;
         let wing = convos::wing_for(options.wing.as_ref(), conversation)?;
-        let source = format!("opencode:{db_name}#{}", conversation.session_id);
+        let source = source_of(db, &conversation.session_id);
         let place = convos::Place { source: &source, wing: &wing, options: &transcript, format: "opencode" };
         let requests = convos::requests(conversation, &place, true);
         let filing = if options.dry_run {
@@ -42,4 +48,52 @@ pub(crate) fn mine(palace: &Palace, db: &Path, options: &MineOptions) -> FeedRes
         report.add_filing(filing);
     }
     Ok(report)
+}
+
+/// Mines one session of an opencode database (what its hook calls when
+/// the session goes idle): the session's drawers replaced by what it holds
+/// now, unchanged exchanges kept. A session that is a sub-agent's, too
+/// short or not there is `NotTranscript`, with the reason.
+pub fn mine_opencode_session(
+    palace: &Palace,
+    db: &Path,
+    session: &str,
+    options: &TranscriptOptions,
+) -> FeedResult<TranscriptOutcome> {
+    if !db.is_file() {
+        return Err(FeedError::NotFound { what: "opencode database", path: db.to_path_buf() });
+    }
+    let selection = mempalace_mine::opencode::Selection {
+        min_messages: MIN_MESSAGES,
+        since_ms: None,
+        session: Some(session.to_string()),
+    };
+    let read = mempalace_mine::opencode::read_db(db, &selection)
+        .map_err(|detail| FeedError::Unreadable { path: db.to_path_buf(), detail })?;
+    let Some(conversation) = read.conversations.first() else {
+        return Ok(TranscriptOutcome::NotTranscript(format!(
+            "session {session} is not in {}, is a sub-agent's, or has fewer than {MIN_MESSAGES} messages",
+            db.display()
+        )));
+    };
+    let transcript = TranscriptOptions { extract: Extract::Exchange, ..options.clone() };
+    let wing = convos::wing_for(options.wing.as_ref(), conversation)?;
+    let source = source_of(db, session);
+    let place = convos::Place { source: &source, wing: &wing, options: &transcript, format: "opencode" };
+    let requests = convos::requests(conversation, &place, true);
+    let filing = if options.dry_run {
+        palace.plan_source(&source, &requests)?
+    } else {
+        palace.file_source(&source, requests)?.filing
+    };
+    let humans: Vec<&mempalace_mine::Message> =
+        conversation.messages.iter().filter(|m| m.role == mempalace_mine::Role::User).collect();
+    Ok(TranscriptOutcome::Mined {
+        filing,
+        records_skipped: 0,
+        conversations_skipped: 0,
+        human_messages: humans.len(),
+        last_human: humans.last().map(|m| m.text.clone()),
+        wing,
+    })
 }

@@ -470,3 +470,98 @@ fn slack_and_takeout_zips_and_a_broken_archive() {
     assert!(report.skipped.iter().any(|s| s.file.ends_with("relay_board-1e98.png")), "{report:?}");
     assert_eq!(report.drawers_added, 6 + 5, "{report:?}");
 }
+
+/// Adds an exchange (a user and an assistant message with a text part
+/// each) to an opencode session.
+fn opencode_exchange(conn: &rusqlite::Connection, session: &str, n: usize) {
+    let at = 1_760_000_000_000_i64 + n as i64 * 1000;
+    for (role, text) in
+        [("user", format!("Question {n} about the arm")), ("assistant", format!("Answer {n}: recalibrate"))]
+    {
+        let id = format!("msg_{session}_{n}_{role}");
+        conn.execute(
+            "INSERT INTO message VALUES (?1, ?2, ?3, ?3, ?4)",
+            rusqlite::params![id, session, at, json!({"role": role}).to_string()],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO part VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+            rusqlite::params![format!("prt_{id}"), id, session, at, json!({"type": "text", "text": text}).to_string()],
+        )
+        .unwrap();
+    }
+}
+
+/// Issue 22: opencode's database is read while opencode writes to it (WAL
+/// mode): an open write transaction hides its session without blocking
+/// the read; a writer committing exchanges in a loop never makes a read
+/// fail, and each read sees a consistent, growing session.
+#[test]
+fn opencode_sessions_are_read_while_opencode_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let palace = palace(dir.path());
+    let db = mempalace_testdata::opencode_db(dir.path());
+    let writer = rusqlite::Connection::open(&db).unwrap();
+    let mode: String = writer.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+    let options = transcript_options();
+
+    writer.execute_batch("BEGIN IMMEDIATE").unwrap();
+    writer
+        .execute(
+            "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated) \
+             VALUES ('ses_live', 'prj_4f1c', 'live-arm', '/home/alex/arm', 'Arm tuning', '1.2.3', 1760000000000, 1760000000000)",
+            [],
+        )
+        .unwrap();
+    for n in 0..2 {
+        opencode_exchange(&writer, "ses_live", n);
+    }
+    let rover = mempalace_feed::mine_opencode_session(&palace, &db, "ses_rover", &options).unwrap();
+    assert!(filing(&rover).added > 0, "{rover:?}");
+    let hidden = mempalace_feed::mine_opencode_session(&palace, &db, "ses_live", &options).unwrap();
+    assert!(matches!(hidden, TranscriptOutcome::NotTranscript(_)), "uncommitted: {hidden:?}");
+    writer.execute_batch("COMMIT").unwrap();
+    let live = mempalace_feed::mine_opencode_session(&palace, &db, "ses_live", &options).unwrap();
+    assert_eq!(filing(&live).added, 3, "header and two exchanges: {live:?}");
+
+    let db_for_writer = db.clone();
+    let writing = std::thread::spawn(move || {
+        let conn = rusqlite::Connection::open(&db_for_writer).unwrap();
+        conn.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
+        for n in 2..80 {
+            conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+            opencode_exchange(&conn, "ses_live", n);
+            conn.execute_batch("COMMIT").unwrap();
+            if n % 10 == 0 {
+                conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).unwrap();
+            }
+            // An agent's pace: reads interleave with the commits.
+            std::thread::sleep(std::time::Duration::from_millis(3));
+        }
+    });
+    let mut seen = Vec::new();
+    while !writing.is_finished() {
+        match mempalace_feed::mine_opencode_session(&palace, &db, "ses_live", &options).unwrap() {
+            TranscriptOutcome::Mined { human_messages, .. } => seen.push(human_messages),
+            other => panic!("{other:?}"),
+        }
+    }
+    writing.join().unwrap();
+    assert!(seen.len() >= 5, "reads overlapped the writes: {seen:?}");
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "a growing session: {seen:?}");
+    let TranscriptOutcome::Mined { human_messages, filing, .. } =
+        mempalace_feed::mine_opencode_session(&palace, &db, "ses_live", &options).unwrap()
+    else {
+        panic!("the session is there")
+    };
+    assert_eq!(human_messages, 80);
+    let stored = palace
+        .sources(None)
+        .unwrap()
+        .iter()
+        .filter(|(s, _)| s.ends_with("#ses_live"))
+        .map(|(_, d)| d.len())
+        .sum::<usize>();
+    assert_eq!(stored, 81, "a header and 80 exchanges, each once: {filing:?}");
+}

@@ -1,7 +1,10 @@
 //! opencode's SQLite database (`~/.local/share/opencode/opencode.db`,
 //! opencode ≥ 1.2): tables `session`, `message`, `part`, JSON in `data`.
 //!
-//! The one reader here that opens a file itself: the database, read-only.
+//! The one reader here that opens a file itself: the database, read-only,
+//! in one read transaction (a consistent snapshot while opencode writes;
+//! it keeps the database in WAL mode), waiting for its locks up to
+//! [`BUSY_TIMEOUT`].
 //! Columns are selected by name and missing ones tolerated (newer and
 //! forked schemas add some). Sub-agent sessions (with a `parent_id`) are
 //! left out. User text: `text` parts that are neither `synthetic` nor
@@ -41,10 +44,20 @@ pub struct Read {
 /// id, parent, title, directory, created, updated.
 type SessionRow = (String, Option<String>, Option<String>, Option<String>, Option<i64>, Option<i64>);
 
+/// How long a read waits for opencode's writer (a WAL checkpoint, a
+/// recovery after a crash) before giving up.
+pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Opens the database read-only, waiting up to [`BUSY_TIMEOUT`] for a lock
+/// opencode holds. opencode keeps it in WAL mode, so reads go on while it
+/// writes; a database on a read-only medium (no `-shm` can be made) is
+/// opened as immutable.
 fn open(path: &Path) -> rusqlite::Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
-    Connection::open_with_flags(path, flags)
-        .or_else(|_| Connection::open_with_flags(format!("file:{}?immutable=1", path.display()), flags))
+    let conn = Connection::open_with_flags(path, flags)
+        .or_else(|_| Connection::open_with_flags(format!("file:{}?immutable=1", path.display()), flags))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    Ok(conn)
 }
 
 fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
@@ -59,6 +72,9 @@ fn ms_to_text(ms: Option<i64>) -> Option<String> {
 /// Reads the sessions of an opencode database.
 pub fn read_db(path: &Path, selection: &Selection) -> Result<Read, String> {
     let conn = open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    // One read transaction: sessions, messages and parts from one snapshot,
+    // however much opencode commits meanwhile.
+    conn.execute_batch("BEGIN").map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let session_columns = columns(&conn, "session").map_err(|e| e.to_string())?;
     if session_columns.is_empty() {
         return Err(format!("{} has no `session` table; is it opencode's database (opencode ≥ 1.2)?", path.display()));

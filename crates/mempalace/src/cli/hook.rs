@@ -67,6 +67,8 @@ pub enum Harness {
     ClaudeCode,
     /// Codex CLI.
     Codex,
+    /// opencode, through the plugin `hook install --harness opencode` writes.
+    Opencode,
 }
 
 /// `hook run`.
@@ -85,7 +87,26 @@ pub struct HookArgs {
 pub enum HookCommand {
     /// Handle one hook call (JSON on stdin, JSON reply on stdout).
     Run(HookArgs),
+    /// Install the opencode plugin that calls `hook run` (Claude Code and Codex take the JSON
+    /// lines of docs/cli.md in their settings instead).
+    Install {
+        /// The harness: opencode.
+        #[arg(long, value_enum)]
+        harness: Harness,
+        /// The plugin folder (default ~/.config/opencode/plugins).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Print the plugin instead of writing it.
+        #[arg(long)]
+        print: bool,
+    },
 }
+
+/// The opencode plugin; `__MEMPALACE__` becomes this program's path.
+const OPENCODE_PLUGIN: &str = include_str!("opencode-plugin.js");
+
+/// The plugin's file name.
+const OPENCODE_PLUGIN_FILE: &str = "mempalace.js";
 
 /// What the work produced for the reply.
 #[derive(Debug, Default)]
@@ -96,7 +117,13 @@ struct Work {
     summary: Value,
 }
 
-fn work(palace: &Palace, input: &Value, hook: HookKind, home: Option<&std::path::Path>) -> Result<Work> {
+fn work(
+    palace: &Palace,
+    input: &Value,
+    harness: Harness,
+    hook: HookKind,
+    home: Option<&std::path::Path>,
+) -> Result<Work> {
     use mempalace_mcp::context::Host as _;
     let mut result = Work::default();
     let files = home.map(crate::settings::UserFiles::new);
@@ -109,29 +136,40 @@ fn work(palace: &Palace, input: &Value, hook: HookKind, home: Option<&std::path:
         toast: s.desktop_toast,
     });
     let mut mined = json!(null);
-    if let Some(path) = input["transcript_path"].as_str().filter(|p| !p.is_empty()) {
-        let path = PathBuf::from(shellexpand_home(path, home));
-        if path.is_file() {
-            let options = TranscriptOptions::new(Room::parse("conversations")?, "hook");
-            if let TranscriptOutcome::Mined { filing, human_messages, last_human, wing, .. } =
-                mine_transcript(palace, &path, &options)?
-            {
-                mined = json!({"added": filing.added, "unchanged": filing.unchanged, "removed": filing.removed});
-                let session = input["session_id"].as_str().unwrap_or("unknown").to_string();
-                match checkpoint(palace, &wing, &session, human_messages, last_human.as_deref(), mode)? {
-                    Checkpointed::NotDue => {}
-                    Checkpointed::Written(covered) => {
-                        if let Some(files) = &files {
-                            let at = mempalace_core::time::format_timestamp(&palace.now());
-                            if let Err(error) = files.record_checkpoint(covered as u64, &at) {
-                                tracing::warn!(%error, "cannot record the checkpoint for memories_filed_away");
-                            }
-                        }
-                    }
-                    Checkpointed::Asked => {
-                        result.block = Some(format!("{STOP_BLOCK_REASON} Write diary entry to wing={wing}."));
+    let options = TranscriptOptions::new(Room::parse("conversations")?, "hook");
+    let outcome = match (harness, input["transcript_path"].as_str().filter(|p| !p.is_empty())) {
+        (Harness::Opencode, _) => match input["session_id"].as_str().filter(|s| !s.is_empty()) {
+            Some(session) => {
+                let db = match (input["db_path"].as_str(), home) {
+                    (Some(path), _) => PathBuf::from(shellexpand_home(path, home)),
+                    (None, Some(home)) => mempalace_feed::default_opencode_db(home),
+                    (None, None) => anyhow::bail!("HOME is not set and the hook input names no db_path"),
+                };
+                Some(mempalace_feed::mine_opencode_session(palace, &db, session, &options)?)
+            }
+            None => None,
+        },
+        (_, Some(path)) => {
+            let path = PathBuf::from(shellexpand_home(path, home));
+            if path.is_file() { Some(mine_transcript(palace, &path, &options)?) } else { None }
+        }
+        (_, None) => None,
+    };
+    if let Some(TranscriptOutcome::Mined { filing, human_messages, last_human, wing, .. }) = outcome {
+        mined = json!({"added": filing.added, "unchanged": filing.unchanged, "removed": filing.removed});
+        let session = input["session_id"].as_str().unwrap_or("unknown").to_string();
+        match checkpoint(palace, &wing, &session, human_messages, last_human.as_deref(), mode)? {
+            Checkpointed::NotDue => {}
+            Checkpointed::Written(covered) => {
+                if let Some(files) = &files {
+                    let at = mempalace_core::time::format_timestamp(&palace.now());
+                    if let Err(error) = files.record_checkpoint(covered as u64, &at) {
+                        tracing::warn!(%error, "cannot record the checkpoint for memories_filed_away");
                     }
                 }
+            }
+            Checkpointed::Asked => {
+                result.block = Some(format!("{STOP_BLOCK_REASON} Write diary entry to wing={wing}."));
             }
         }
     }
@@ -247,7 +285,10 @@ fn reply(harness: Harness, hook: HookKind, context: Option<String>, block: Optio
 
 /// Runs one hook call. Always succeeds from the harness's point of view.
 pub fn run(settings: &Settings, command: HookCommand) -> Result<()> {
-    let HookCommand::Run(args) = command;
+    let args = match command {
+        HookCommand::Run(args) => args,
+        HookCommand::Install { harness, dir, print } => return install(settings, harness, dir, print),
+    };
     let mut stdin = String::new();
     let input: Value = match std::io::stdin().read_to_string(&mut stdin) {
         Ok(_) => serde_json::from_str(&stdin).unwrap_or_else(|error| {
@@ -265,11 +306,11 @@ pub fn run(settings: &Settings, command: HookCommand) -> Result<()> {
             .is_some_and(|s| matches!(s.to_lowercase().as_str(), "true" | "1" | "yes"));
     let (sender, receiver) = mpsc::channel();
     let settings = settings.clone();
-    let hook = args.hook;
+    let (hook, harness) = (args.hook, args.harness);
     std::thread::spawn(move || {
         let outcome = super::open_palace(&settings, super::Access::Create)
             .and_then(|palace| super::with_embedder(palace, &settings))
-            .and_then(|palace| work(&palace, &input, hook, settings.home.as_deref()));
+            .and_then(|palace| work(&palace, &input, harness, hook, settings.home.as_deref()));
         let _ = sender.send(outcome);
     });
     let (context, block) = match receiver.recv_timeout(hook.deadline()) {
@@ -293,5 +334,36 @@ pub fn run(settings: &Settings, command: HookCommand) -> Result<()> {
     // `stop_hook_active` while it acts on a block).
     let block = block.filter(|_| !stop_hook_active);
     output::json(&reply(args.harness, hook, context, block))?;
+    Ok(())
+}
+
+/// Writes (or prints) the opencode plugin.
+fn install(settings: &Settings, harness: Harness, dir: Option<PathBuf>, print: bool) -> Result<()> {
+    if harness != Harness::Opencode {
+        anyhow::bail!(super::UserError(
+            "Claude Code and Codex call hooks from their settings: add the JSON lines of docs/cli.md (`hook run`) to \
+             ~/.claude/settings.json or ~/.codex/hooks.json; `hook install` writes opencode's plugin"
+                .into()
+        ));
+    }
+    let program = std::env::current_exe()?;
+    let plugin = OPENCODE_PLUGIN.replace("__MEMPALACE__", &serde_json::to_string(&program.display().to_string())?);
+    if print {
+        output::line(plugin.trim_end())?;
+        return Ok(());
+    }
+    let dir = match (dir, &settings.home) {
+        (Some(dir), _) => dir,
+        (None, Some(home)) => home.join(".config").join("opencode").join("plugins"),
+        (None, None) => anyhow::bail!(super::UserError("HOME is not set: give the plugin folder with --dir".into())),
+    };
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(OPENCODE_PLUGIN_FILE);
+    std::fs::write(&path, plugin)?;
+    output::line(format!(
+        "Wrote {}: opencode files each session into the palace when it goes idle and before compaction (restart \
+         opencode to load it).",
+        path.display()
+    ))?;
     Ok(())
 }

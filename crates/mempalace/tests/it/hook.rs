@@ -83,8 +83,91 @@ fn bad_input_never_fails_the_harness(store: Store) {
     }
 }
 
+/// Issue 22: opencode's hook — the session named in the input is read
+/// from opencode's database (the default under HOME, or `db_path`) and
+/// filed; unknown sessions and missing databases never fail the harness.
+fn opencode_hooks_file_the_session(store: Store) {
+    let sandbox = Sandbox::on(store).with_static_model();
+    let data = sandbox.home().join(".local/share/opencode");
+    std::fs::create_dir_all(&data).unwrap();
+    mempalace_testdata::opencode_db(&data);
+    let run = |input: Value| {
+        let output = sandbox
+            .run_with_stdin(&["hook", "run", "--hook", "stop", "--harness", "opencode"], input.to_string().as_bytes());
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice::<Value>(&output.stdout).expect("a JSON reply")
+    };
+    assert_eq!(run(json!({"session_id": "ses_rover", "cwd": "/home/alex/rover"})), json!({}));
+    let rover = sandbox.json(&["status", "--json"])["wings"]["rover"].as_u64().unwrap_or(0);
+    assert!(rover >= 2, "the session's header and exchanges: {rover}");
+    run(json!({"session_id": "ses_rover"}));
+    assert_eq!(sandbox.json(&["status", "--json"])["wings"]["rover"].as_u64().unwrap(), rover, "filed once");
+    for input in [
+        json!({"session_id": "ses_task"}),
+        json!({"session_id": "ses_nowhere"}),
+        json!({"session_id": "ses_rover", "db_path": "/nonexistent/opencode.db"}),
+        json!({}),
+    ] {
+        assert_eq!(run(input), json!({}));
+    }
+    assert_eq!(sandbox.json(&["status", "--json"])["wings"]["rover"].as_u64().unwrap(), rover);
+}
+
+/// Issue 22: the opencode plugin `hook install` writes, loaded by Node as
+/// opencode loads plugins and handed opencode's `session.idle` event,
+/// runs the hook, which files the session; other events do nothing, and
+/// a missing binary does not throw.
+#[test]
+fn the_opencode_plugin_runs_the_hook() {
+    let sandbox = Sandbox::new().with_static_model();
+    let data = sandbox.home().join(".local/share/opencode");
+    std::fs::create_dir_all(&data).unwrap();
+    mempalace_testdata::opencode_db(&data);
+    let plugins = sandbox.dir().join("plugins");
+    let written = sandbox.ok(&["hook", "install", "--harness", "opencode", "--dir", plugins.to_str().unwrap()]);
+    assert!(written.contains("mempalace.js"), "{written}");
+    let plugin = std::fs::read_to_string(plugins.join("mempalace.js")).unwrap();
+    assert!(plugin.contains(&serde_json::to_string(env!("CARGO_BIN_EXE_mempalace")).unwrap()), "{plugin}");
+    let refused = sandbox.run(&["hook", "install", "--harness", "claude-code"]);
+    assert_eq!(crate::harness::code(&refused), 2);
+
+    // Node reads ES modules from .mjs; opencode (Bun) takes the .js as is.
+    std::fs::write(plugins.join("mempalace.mjs"), &plugin).unwrap();
+    let driver = r#"
+        const { MemPalace } = await import(process.argv[1]);
+        const hooks = await MemPalace({ directory: "/home/alex/rover" });
+        await hooks.event({ event: { type: "message.updated", properties: { sessionID: "ses_rover" } } });
+        await hooks.event({ event: { type: "session.idle", properties: { sessionID: "ses_rover" } } });
+        process.env.MEMPALACE_BIN = "/nonexistent/mempalace";
+        const broken = await MemPalace({ directory: "/tmp" });
+        await broken.event({ event: { type: "session.idle", properties: { sessionID: "x" } } });
+        console.log("events handed over");
+    "#;
+    let mut node = std::process::Command::new("node");
+    node.arg("--input-type=module").arg("-e").arg(driver).arg(plugins.join("mempalace.mjs"));
+    node.env_clear().envs(sandbox.envs()).env("MEMPALACE_PALACE_PATH", sandbox.palace());
+    let output = node.output().expect("node runs the plugin (Debian: apt-get install nodejs; .ci/run installs it)");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("events handed over"));
+    // The hook runs detached: wait for its drawers.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let status = sandbox.run(&["status", "--json"]);
+        let filed = serde_json::from_slice::<Value>(&status.stdout)
+            .ok()
+            .and_then(|s| s["wings"]["rover"].as_u64())
+            .unwrap_or(0);
+        if filed >= 2 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the plugin's hook filed nothing in 30 s");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
 on_both!(
     stop_hooks_mine_the_tail_and_checkpoint_the_diary,
+    opencode_hooks_file_the_session,
     session_start_injects_the_wake_up_context,
     bad_input_never_fails_the_harness,
 );
