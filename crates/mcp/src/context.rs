@@ -12,6 +12,7 @@
 
 use std::sync::Arc;
 
+use mempalace_engine::pool::{IngestPool, PoolConfig, PoolMetrics};
 use mempalace_engine::{EmbedderCell, Palace};
 
 pub use mempalace_engine::EmbedderLoader;
@@ -61,6 +62,32 @@ pub struct Backend {
     cell: Arc<EmbedderCell>,
     location: String,
     host: Option<Arc<dyn Host>>,
+    pool: Option<Arc<Pool>>,
+}
+
+/// The ingestion pool of a server and its sizing.
+struct Pool {
+    pool: IngestPool,
+    config: PoolConfig,
+}
+
+/// The ingestion queue as status and metrics report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct QueueStatus {
+    /// Worker threads.
+    pub workers: usize,
+    /// Queue depth.
+    pub capacity: usize,
+    /// Accepted and not yet filed (queued or in flight).
+    pub pending: u64,
+    /// Accepted in all.
+    pub submitted: u64,
+    /// Turned away because the queue was full.
+    pub dropped: u64,
+    /// Filed (or failed).
+    pub processed: u64,
+    /// Failed while filing.
+    pub failed: u64,
 }
 
 impl Backend {
@@ -76,7 +103,50 @@ impl Backend {
             }
             None => (palace, Arc::new(EmbedderCell::ready(None))),
         };
-        Self { palace, cell, location, host: None }
+        Self { palace, cell, location, host: None, pool: None }
+    }
+
+    /// Starts the bounded ingestion pool that background writes go
+    /// through (seed 0's hot path): `config.workers` threads filing into
+    /// this backend's palace.
+    pub fn with_ingest_pool(mut self, config: PoolConfig) -> Self {
+        let pool = IngestPool::start(self.palace.clone(), config, None);
+        self.pool = Some(Arc::new(Pool { pool, config }));
+        self
+    }
+
+    /// The ingestion pool, when the server runs one.
+    pub fn ingest_pool(&self) -> Option<&IngestPool> {
+        self.pool.as_deref().map(|p| &p.pool)
+    }
+
+    /// The ingestion queue's counters, when the server runs a pool.
+    pub fn queue_status(&self) -> Option<QueueStatus> {
+        let pool = self.pool.as_deref()?;
+        let metrics: &PoolMetrics = pool.pool.metrics();
+        let load = |counter: &std::sync::atomic::AtomicU64| counter.load(std::sync::atomic::Ordering::Relaxed);
+        let (submitted, processed) = (load(&metrics.submitted), load(&metrics.processed));
+        Some(QueueStatus {
+            workers: pool.config.workers,
+            capacity: pool.config.capacity,
+            pending: submitted.saturating_sub(processed),
+            submitted,
+            dropped: load(&metrics.dropped),
+            processed,
+            failed: load(&metrics.failed),
+        })
+    }
+
+    /// Stops taking background work and files everything queued: what a
+    /// server does before it exits, so nothing accepted is lost.
+    pub fn shutdown(&self) {
+        if let Some(pool) = &self.pool {
+            let pending = self.queue_status().map_or(0, |q| q.pending);
+            if pending > 0 {
+                tracing::info!(pending, "filing the queued background writes before exit");
+            }
+            pool.pool.shutdown();
+        }
     }
 
     /// Gives the tools that need the user's configuration (hook settings)

@@ -97,13 +97,46 @@ pub fn router(server: McpServer, options: &HttpOptions) -> Result<Router, HttpEr
     } else {
         config.with_allowed_origins(options.allowed_origins.clone())
     };
+    let backend = server.backend().clone();
     let service =
         StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
     let token = Arc::new(options.token.clone());
     Ok(Router::new()
+        .route("/metrics", axum::routing::get(move || std::future::ready(metrics(&backend))))
         .nest_service("/mcp", service)
         .layer(middleware::from_fn(session_closed))
         .layer(middleware::from_fn_with_state(token, authorize)))
+}
+
+/// `/metrics`: the server's counters in Prometheus's text format — the
+/// ingestion queue (depth, pending work, what was turned away) and whether
+/// the embedding model has loaded.
+fn metrics(backend: &crate::Backend) -> Response {
+    let mut text = String::new();
+    let mut metric = |name: &str, kind: &str, help: &str, value: u64| {
+        text.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"));
+    };
+    metric(
+        "mempalace_embedder_settled",
+        "gauge",
+        "1 once the embedding model has loaded (or failed to).",
+        u64::from(backend.embedder_settled()),
+    );
+    if let Some(queue) = backend.queue_status() {
+        metric("mempalace_ingest_workers", "gauge", "Ingestion pool workers.", queue.workers as u64);
+        metric("mempalace_ingest_capacity", "gauge", "Ingestion queue depth.", queue.capacity as u64);
+        metric("mempalace_ingest_pending", "gauge", "Background writes accepted and not yet filed.", queue.pending);
+        metric("mempalace_ingest_submitted_total", "counter", "Background writes accepted.", queue.submitted);
+        metric(
+            "mempalace_ingest_dropped_total",
+            "counter",
+            "Background writes refused because the queue was full.",
+            queue.dropped,
+        );
+        metric("mempalace_ingest_processed_total", "counter", "Background writes filed or failed.", queue.processed);
+        metric("mempalace_ingest_failed_total", "counter", "Background writes that failed.", queue.failed);
+    }
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
 /// A closed session (HTTP `DELETE`) is answered `204 No Content`: the SDK

@@ -45,6 +45,17 @@ impl McpServer {
         Self { backend, tools: Arc::new(tools), index: Arc::new(index), sequencer: Arc::default() }
     }
 
+    /// The palace backend.
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    /// Files every queued background write and stops taking more (see
+    /// [`Backend::shutdown`]).
+    pub fn shutdown(&self) {
+        self.backend.shutdown();
+    }
+
     /// The order keeper of this server's stdio session.
     pub fn sequencer(&self) -> Arc<Sequencer> {
         Arc::clone(&self.sequencer)

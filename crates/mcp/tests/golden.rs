@@ -202,6 +202,9 @@ fn every_tool_result_matches_its_golden_file() {
         r.call("memory_set_identity", json!({"text": "I am Atlas, the lab's assistant."})).await;
         let memory = r.call("memory_add_drawer", json!({"wing": "lab", "room": "gripper",
             "content": "The gripper force limit is 12.5 N for the red cubes."})).await;
+        // Without an ingestion pool (a library backend) a turn is filed at once.
+        r.call("memory_ingest_turn", json!({"wing": "lab", "room": "wrist", "user": "What torque does the wrist take?",
+            "assistant": "The wrist joint takes at most 4 Nm."})).await;
         r.call("memory_list_wings", json!({})).await;
         r.call("memory_list_rooms", json!({"wing": "lab"})).await;
         r.call("memory_get_taxonomy", json!({})).await;

@@ -248,6 +248,9 @@ pub struct Settings {
     pub kg_limits: (u64, u64),
     /// Bearer token of the MCP HTTP endpoint (`$MEMPALACE_MCP_HTTP_TOKEN`).
     pub mcp_http_token: Option<mempalace_mcp::http::Token>,
+    /// The MCP server's ingestion pool (`CRAWBL_AUTOINGEST_WORKERS`,
+    /// `CRAWBL_AUTOINGEST_CAPACITY`, or their `MEMPALACE_` spellings).
+    pub ingest_pool: mempalace_engine::pool::PoolConfig,
 }
 
 impl Settings {
@@ -515,6 +518,16 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
             None => Ok(configured.unwrap_or(default)),
         }
     };
+    use mempalace_engine::pool::{DEFAULT_CAPACITY, DEFAULT_WORKERS};
+    let pool_size = |names: &[&str], default: usize, most: usize| -> Result<usize> {
+        match names.iter().find_map(|name| env.get(*name).filter(|v| !v.is_empty()).map(|v| (name, v))) {
+            Some((name, value)) => match value.trim().parse::<usize>() {
+                Ok(n) if (1..=most).contains(&n) => Ok(n),
+                _ => bail!("{name}={value:?} must be a whole number from 1 to {most}"),
+            },
+            None => Ok(default),
+        }
+    };
     let model_hub_url = first(&["HF_ENDPOINT"])
         .or(config.model_hub_url.clone())
         .unwrap_or_else(|| mempalace_embed::files::DEFAULT_HUB_URL.to_string());
@@ -544,6 +557,14 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
             whole("MEMPALACE_MAX_TRIPLES", config.max_triples, DEFAULT_MAX_TRIPLES)?,
         ),
         mcp_http_token: env.get("MEMPALACE_MCP_HTTP_TOKEN").cloned().and_then(mempalace_mcp::http::Token::new),
+        ingest_pool: mempalace_engine::pool::PoolConfig {
+            workers: pool_size(&["MEMPALACE_AUTOINGEST_WORKERS", "CRAWBL_AUTOINGEST_WORKERS"], DEFAULT_WORKERS, 256)?,
+            capacity: pool_size(
+                &["MEMPALACE_AUTOINGEST_CAPACITY", "CRAWBL_AUTOINGEST_CAPACITY"],
+                DEFAULT_CAPACITY,
+                1 << 20,
+            )?,
+        },
     })
 }
 

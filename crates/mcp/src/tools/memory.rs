@@ -93,6 +93,14 @@ pub fn tools() -> Vec<ToolSpec> {
             add_drawer,
         ),
         ToolSpec::new(
+            "memory_ingest_turn",
+            F,
+            "File one conversation turn (the user's message and the reply) as a memory without waiting: the \
+             server's ingestion pool classifies, embeds and de-duplicates it. Chatter is dropped. Answers at once; \
+             a full queue is refused (retry later).",
+            ingest_turn,
+        ),
+        ToolSpec::new(
             "memory_delete_drawer",
             F,
             "Delete a memory drawer by its ID (hidden from search and kept for review, with the reason).",
@@ -173,7 +181,12 @@ fn rooms(taxonomy: &Taxonomy, only: Option<&str>) -> Vec<Value> {
 
 fn status(backend: &Backend, _: NoParams) -> ToolResult {
     let taxonomy = backend.palace().status()?.taxonomy;
-    Ok(json!({"total_drawers": taxonomy.total_drawers, "wings": wings(&taxonomy), "rooms": rooms(&taxonomy, None)}))
+    let mut out =
+        json!({"total_drawers": taxonomy.total_drawers, "wings": wings(&taxonomy), "rooms": rooms(&taxonomy, None)});
+    if let Some(queue) = backend.queue_status() {
+        out["ingest_queue"] = json!(queue);
+    }
+    Ok(out)
 }
 
 fn list_wings(backend: &Backend, _: NoParams) -> ToolResult {
@@ -329,6 +342,27 @@ struct AddDrawer {
     /// Who files it (optional)
     #[serde(default)]
     added_by: Option<String>,
+    /// Queue it and answer at once (the server's ingestion pool files it;
+    /// the answer cannot say whether it was a duplicate). Default false.
+    #[serde(default)]
+    background: bool,
+}
+
+/// Queues a request in the server's ingestion pool: `Some(answer)`, or
+/// `None` when the server runs no pool (the caller files it at once).
+fn queue(backend: &Backend, request: IngestRequest) -> Option<ToolResult> {
+    use mempalace_engine::pool::SubmitError;
+    let pool = backend.ingest_pool()?;
+    Some(match pool.submit(request) {
+        Ok(()) => Ok(json!({"success": true, "queued": true, "ingest_queue": backend.queue_status()})),
+        Err(SubmitError::QueueFull) => Err(ToolError::Failed(json!({
+            "success": false,
+            "queued": false,
+            "error": "the ingestion queue is full: nothing was filed; retry later, or file without background",
+            "ingest_queue": backend.queue_status(),
+        }))),
+        Err(SubmitError::ShutDown) => Err(failure("the server is shutting down: nothing was filed")),
+    })
 }
 
 fn add_drawer(backend: &Backend, p: AddDrawer) -> ToolResult {
@@ -340,6 +374,18 @@ fn add_drawer(backend: &Backend, p: AddDrawer) -> ToolResult {
         p.added_by.unwrap_or_else(|| "mcp".into()),
     );
     request.source_file = p.source_file.filter(|s| !s.trim().is_empty());
+    if p.background {
+        let unqueued = request.clone();
+        if let Some(answer) = queue(backend, request) {
+            return answer;
+        }
+        request = unqueued;
+    }
+    file_now(backend, request)
+}
+
+/// Files a request and answers with what became of its first chunk.
+fn file_now(backend: &Backend, request: IngestRequest) -> ToolResult {
     let palace = backend.palace();
     let report = palace.ingest(request)?;
     if report.noise {
@@ -360,6 +406,45 @@ fn add_drawer(backend: &Backend, p: AddDrawer) -> ToolResult {
     };
     let memory_type = palace.drawer(&id).ok().and_then(|d| d.memory_type).map(|t| t.as_str());
     Ok(json!({"drawer_id": id.as_str(), "memory_type": memory_type, "chunks": report.chunks.len(), "info": info}))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct IngestTurn {
+    /// Wing (e.g. the project or the agent's user)
+    wing: String,
+    /// Room (default "conversations")
+    #[serde(default)]
+    room: Option<String>,
+    /// What the user said
+    user: String,
+    /// What the agent answered
+    assistant: String,
+    /// Who files it (default "mcp")
+    #[serde(default)]
+    agent: Option<String>,
+    /// The conversation's id (kept with the drawer)
+    #[serde(default)]
+    session_id: Option<String>,
+}
+
+fn ingest_turn(backend: &Backend, p: IngestTurn) -> ToolResult {
+    let user = required_text("user", &p.user)?;
+    let assistant = required_text("assistant", &p.assistant)?;
+    let text = format!("user: {}\nassistant: {}", user.trim(), assistant.trim());
+    let text = content("user and assistant", &text)?;
+    let room = match p.room.as_deref() {
+        Some(name) => room("room", name)?,
+        None => room("room", "conversations")?,
+    };
+    let mut request =
+        IngestRequest::new(wing("wing", &p.wing)?, room, text.as_str(), p.agent.unwrap_or_else(|| "mcp".into()));
+    request.session_id = p.session_id.filter(|s| !s.trim().is_empty());
+    request.context.insert("unit".into(), json!("exchange"));
+    match queue(backend, request.clone()) {
+        Some(answer) => answer,
+        None => file_now(backend, request),
+    }
 }
 
 #[derive(Deserialize, JsonSchema)]

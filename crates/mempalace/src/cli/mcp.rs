@@ -3,7 +3,9 @@
 //!
 //! The palace is opened (and created when missing) before the transport
 //! starts; the embedding model loads on its own thread, so `initialize` is
-//! answered at once and the first search waits for the model.
+//! answered at once and the first search waits for the model. Background
+//! writes (`memory_ingest_turn`, `memory_add_drawer` with `background`) go
+//! through the ingestion pool, which is drained before the process exits.
 
 use std::net::SocketAddr;
 
@@ -63,7 +65,7 @@ fn server(settings: &Settings, tools: &ToolsArg) -> Result<McpServer> {
     let for_loader = settings.clone();
     let loader: EmbedderLoader =
         Box::new(move || super::embedder::build(&for_loader).map_err(|error| format!("{error:#}")));
-    let mut backend = Backend::new(palace, settings.location(), Some(loader));
+    let mut backend = Backend::new(palace, settings.location(), Some(loader)).with_ingest_pool(settings.ingest_pool);
     if let Some(home) = &settings.home {
         backend = backend.with_host(std::sync::Arc::new(crate::settings::UserFiles::new(home)));
     }
@@ -93,7 +95,11 @@ pub fn run(settings: &Settings, args: McpArgs) -> Result<()> {
         Some(McpCommand::Serve(tools)) => {
             let server = server(settings, &tools)?;
             tracing::info!(tools = server.tool_names().len(), "MCP server on stdio");
-            runtime()?.block_on(mempalace_mcp::serve_stdio(server)).context("serving MCP on stdio")
+            let served =
+                runtime()?.block_on(mempalace_mcp::serve_stdio(server.clone())).context("serving MCP on stdio");
+            // Input closed: file what was queued before exiting.
+            server.shutdown();
+            served
         }
     }
 }
@@ -129,6 +135,10 @@ pub fn serve(settings: &Settings, args: ServeArgs) -> Result<()> {
             }
             tracing::info!("shutting down");
         };
-        mempalace_mcp::http::serve(server, options, shutdown).await.map_err(|e| super::UserError(e.to_string()).into())
+        let served = mempalace_mcp::http::serve(server.clone(), options, shutdown).await;
+        // Stopped: file what was queued before exiting.
+        let draining = server.clone();
+        tokio::task::spawn_blocking(move || draining.shutdown()).await.context("filing the queued writes")?;
+        served.map_err(|e| super::UserError(e.to_string()).into())
     })
 }

@@ -106,6 +106,28 @@ fn http_round_trips_with_the_python_sdk(store: Store) {
     let (_server, port) = http_server(&sandbox, "127.0.0.1", None);
     scenario(&sandbox, "http", &["--url", &format!("http://127.0.0.1:{port}/mcp")]);
     scenario(&sandbox, "http-guards", &["--url", &format!("http://127.0.0.1:{port}/mcp")]);
+    // Issue 22: the counters in Prometheus's text format.
+    let metrics = http_get(port, "/metrics");
+    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    for line in [
+        "# TYPE mempalace_ingest_dropped_total counter",
+        "mempalace_ingest_capacity 1024",
+        "mempalace_ingest_workers 16",
+        "mempalace_ingest_pending 0",
+        "mempalace_embedder_settled 1",
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
+    }
+}
+
+/// A plain HTTP/1.1 GET on loopback; the whole response as text.
+fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
 }
 
 /// Issue 6: off loopback the server refuses to start without a token, and
@@ -251,6 +273,73 @@ fn pipelined_stdio_calls_run_in_order_and_bad_lines_get_errors(store: Store) {
     assert!(child.wait().unwrap().success(), "the server ends cleanly when stdin closes");
 }
 
+/// Issue 22: background writes go through the server's bounded ingestion
+/// pool. Sent back to back into a pool of one worker and a queue of one,
+/// most are turned away with an error result saying so (and counted as
+/// dropped in `memory_status`); every accepted one is in the palace once
+/// the server has exited (stdin closed: the queue is drained first).
+fn background_writes_have_back_pressure_and_survive_shutdown(store: Store) {
+    use std::io::{BufRead, BufReader, Write};
+    let sandbox = sandbox(store);
+    let mut child = sandbox
+        .cmd(&["mcp", "serve", "--tools", "memory"])
+        .env("CRAWBL_AUTOINGEST_WORKERS", "1")
+        .env("CRAWBL_AUTOINGEST_CAPACITY", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the stdio server");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut send = |line: String| {
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+    };
+    send(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#.into());
+    lines.next().unwrap().unwrap();
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into());
+    const TURNS: i64 = 200;
+    for n in 0..TURNS {
+        send(
+            serde_json::json!({"jsonrpc": "2.0", "id": n + 1, "method": "tools/call", "params": {
+                "name": "memory_ingest_turn", "arguments": {"wing": "support",
+                "user": format!("Ticket {n}: printer P-{n} on floor {} jams on A3 paper", n % 7),
+                "assistant": format!("Replace the pickup roller of printer P-{n}; order part R-{}", 5000 + n)}}})
+            .to_string(),
+        );
+    }
+    send(
+        r#"{"jsonrpc":"2.0","id":9999,"method":"tools/call","params":{"name":"memory_status","arguments":{}}}"#.into(),
+    );
+    let (mut accepted, mut refused) = (0, 0);
+    let mut status = serde_json::Value::Null;
+    for _ in 0..=TURNS {
+        let message: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        let result = &message["result"];
+        let body: serde_json::Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+        if message["id"] == 9999 {
+            status = body;
+        } else if result["isError"] == true {
+            assert!(body["error"].as_str().unwrap().contains("queue is full"), "{body}");
+            refused += 1;
+        } else {
+            assert_eq!(body["queued"], true, "{body}");
+            accepted += 1;
+        }
+    }
+    assert!(refused > 0, "a queue of one cannot take {TURNS} turns sent at once");
+    assert_eq!(accepted + refused, TURNS);
+    let queue = &status["ingest_queue"];
+    assert_eq!((queue["workers"].as_u64(), queue["capacity"].as_u64()), (Some(1), Some(1)), "{status}");
+    assert_eq!(queue["dropped"].as_i64(), Some(refused), "{status}");
+    assert_eq!(queue["submitted"].as_i64(), Some(accepted), "{status}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let wings = sandbox.json(&["status", "--json"])["wings"].clone();
+    assert_eq!(wings["support"].as_i64(), Some(accepted), "every accepted turn was filed before exit: {wings}");
+}
+
 /// `mempalace mcp` prints the setup lines.
 #[test]
 fn mcp_alone_prints_setup_commands() {
@@ -262,6 +351,7 @@ fn mcp_alone_prints_setup_commands() {
 }
 
 on_both!(
+    background_writes_have_back_pressure_and_survive_shutdown,
     operations_tools_round_trip,
     pipelined_stdio_calls_run_in_order_and_bad_lines_get_errors,
     stdio_round_trips_with_the_python_sdk,

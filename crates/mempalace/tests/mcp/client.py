@@ -35,7 +35,7 @@ MEMPALACE_TOOLS = ["mempalace_" + name for name in [
 MEMORY_TOOLS = [
     "memory_status", "memory_list_wings", "memory_list_rooms", "memory_get_taxonomy", "memory_search",
     "memory_check_duplicate", "memory_traverse", "memory_find_tunnels", "memory_graph_stats", "memory_add_drawer",
-    "memory_delete_drawer", "memory_set_identity", "memory_kg_query", "memory_kg_add", "memory_kg_invalidate",
+    "memory_ingest_turn", "memory_delete_drawer", "memory_set_identity", "memory_kg_query", "memory_kg_add", "memory_kg_invalidate",
     "memory_kg_timeline", "memory_kg_stats", "memory_diary_write", "memory_diary_read",
 ]
 ROBOTMEM_TOOLS = ["learn", "recall", "save_perception", "forget", "update", "start_session", "end_session"]
@@ -505,6 +505,23 @@ async def memory_family(session):
     check(found["results"][0]["id"] == added["drawer_id"], "memory_search", found)
     status = await call(session, "memory_status")
     check(status["wings"] == [{"wing": "team", "count": 1}], "memory_status", status)
+    queue = status["ingest_queue"]
+    check(queue["workers"] >= 1 and queue["capacity"] >= 1 and queue["dropped"] == 0, "the ingestion queue in status", queue)
+    queued = await call(session, "memory_ingest_turn", {"wing": "team", "user": "Which port does the staging API use?",
+                                                        "assistant": "Staging listens on port 8443 behind the VPN."})
+    check(queued["queued"] is True and queued["success"] is True, "memory_ingest_turn answers at once", queued)
+    background = await call(session, "memory_add_drawer", {"wing": "team", "room": "decisions", "background": True,
+                                                         "content": "Release trains leave every second Tuesday at 10:00."})
+    check(background["queued"] is True, "memory_add_drawer in the background", background)
+    for _ in range(100):
+        queue = (await call(session, "memory_status"))["ingest_queue"]
+        if queue["pending"] == 0:
+            break
+        await asyncio.sleep(0.05)
+    check(queue["submitted"] == 2 and queue["processed"] == 2 and queue["failed"] == 0, "both filed", queue)
+    found = await call(session, "memory_search", {"query": "staging API port", "limit": 1})
+    check("8443" in found["results"][0]["content"], "the queued turn is searchable once filed", found)
+    await call(session, "memory_delete_drawer", {"drawer_id": found["results"][0]["id"]})
     await call(session, "memory_set_identity", {"content": "Alex, backend lead at Crawbl."})
     await call(session, "memory_kg_add", {"subject": "Alex", "predicate": "works_at", "object": "Crawbl"})
     facts = await call(session, "memory_kg_query", {"entity": "Alex"})
