@@ -251,6 +251,8 @@ fn engine_exit(error: &EngineError) -> Exit {
     match error {
         EngineError::Invalid(_) => Exit::Usage,
         EngineError::NotFound { .. } | EngineError::RoomNotFound { .. } => Exit::NotFound,
+        EngineError::Coordination(error) if error.is_not_found() => Exit::NotFound,
+        EngineError::Coordination(_) => Exit::Usage,
         EngineError::Unavailable(_) => Exit::Unavailable,
         EngineError::Conflict(_) => Exit::Usage,
         EngineError::Store(error) => store_exit(error),
