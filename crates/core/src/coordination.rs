@@ -919,6 +919,143 @@ pub fn parse_since(field: &'static str, raw: Option<&str>) -> Checked<Option<Tim
     Ok(Some(Utc.from_utc_datetime(&time)))
 }
 
+/// What a watcher wakes for, as given on a command line: every field may
+/// be repeated (any of the values matches); blank values are dropped, so a
+/// stray empty flag cannot make a watcher match nothing forever.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WatchDraft {
+    /// Streams.
+    pub streams: Vec<String>,
+    /// Rooms.
+    pub rooms: Vec<String>,
+    /// Topics.
+    pub topics: Vec<String>,
+    /// Event types.
+    pub types: Vec<String>,
+    /// Statuses.
+    pub statuses: Vec<String>,
+    /// Recipients (events to `*` match any of them).
+    pub to_agents: Vec<String>,
+    /// Writers.
+    pub from_agents: Vec<String>,
+    /// Writers whose events never match, whatever else they match.
+    pub exclude_from_agents: Vec<String>,
+    /// Correlation ids.
+    pub correlation_ids: Vec<String>,
+}
+
+/// A checked watch filter: each field `None` (any) or a set of values.
+/// A listing can only test single values for equality, so a watcher asks
+/// the store for what it can ([`WatchFilter::pushdown`]) and tests the rest
+/// on each event ([`WatchFilter::matches`]) — MemPalace's split.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WatchFilter {
+    streams: Option<Vec<String>>,
+    rooms: Option<Vec<String>>,
+    topics: Option<Vec<String>>,
+    types: Option<Vec<String>>,
+    statuses: Option<Vec<String>>,
+    to_agents: Option<Vec<String>>,
+    from_agents: Option<Vec<String>>,
+    exclude_from_agents: Option<Vec<String>>,
+    correlation_ids: Option<Vec<String>>,
+}
+
+impl WatchFilter {
+    /// Checks every value with the rules a listing applies, so one value
+    /// and several are refused alike (MemPalace's order: routing fields,
+    /// then types, then statuses).
+    pub fn parse(draft: WatchDraft) -> Checked<Self> {
+        fn set(values: Vec<String>, check: impl Fn(&str) -> Checked<String>) -> Checked<Option<Vec<String>>> {
+            let mut out: Vec<String> = Vec::new();
+            for value in values.iter().filter(|value| !value.is_empty()) {
+                let value = check(value)?;
+                if !out.contains(&value) {
+                    out.push(value);
+                }
+            }
+            Ok(if out.is_empty() { None } else { Some(out) })
+        }
+        let routing =
+            |field: &'static str| move |value: &str| Routing::parse(field, value).map(|v| v.as_str().to_string());
+        let streams = set(draft.streams, routing("stream"))?;
+        let rooms = set(draft.rooms, routing("room"))?;
+        let topics = set(draft.topics, routing("topic"))?;
+        let to_agents = set(draft.to_agents, routing("to_agent"))?;
+        let from_agents = set(draft.from_agents, routing("from_agent"))?;
+        let exclude_from_agents = set(draft.exclude_from_agents, routing("exclude_from_agent"))?;
+        let correlation_ids = set(draft.correlation_ids, routing("correlation_id"))?;
+        let types = set(draft.types, |value| EventType::parse(value).map(|t| t.as_str().to_string()))?;
+        let statuses = set(draft.statuses, |value| {
+            EventStatus::parse_opt(Some(value)).map(|s| s.map_or_else(String::new, |s| s.as_str().to_string()))
+        })?;
+        Ok(Self {
+            streams,
+            rooms,
+            topics,
+            types,
+            statuses,
+            to_agents,
+            from_agents,
+            exclude_from_agents,
+            correlation_ids,
+        })
+    }
+
+    /// The part of the filter a listing can evaluate: every field with one
+    /// value, as an equality (a narrower query, never a looser result —
+    /// [`WatchFilter::matches`] checks each event again).
+    pub fn pushdown(&self) -> EventQueryDraft {
+        let single = |values: &Option<Vec<String>>| match values.as_deref() {
+            Some([one]) => Some(one.clone()),
+            _ => None,
+        };
+        EventQueryDraft {
+            stream: single(&self.streams),
+            room: single(&self.rooms),
+            topic: single(&self.topics),
+            event_type: single(&self.types),
+            status: single(&self.statuses),
+            correlation_id: single(&self.correlation_ids),
+            to_agent: single(&self.to_agents),
+            writer: single(&self.from_agents),
+            ..EventQueryDraft::default()
+        }
+    }
+
+    /// Whether `event` is one to wake for. An excluded writer never
+    /// matches; a recipient filter also matches events to `*`.
+    pub fn matches(&self, event: &Event) -> bool {
+        let has = |values: &Option<Vec<String>>, actual: Option<&str>| -> bool {
+            values.as_ref().is_none_or(|values| actual.is_some_and(|actual| values.iter().any(|v| v == actual)))
+        };
+        fn text(value: &Option<Routing>) -> Option<&str> {
+            value.as_ref().map(Routing::as_str)
+        }
+        if self
+            .exclude_from_agents
+            .as_ref()
+            .is_some_and(|excluded| excluded.iter().any(|a| a == event.from_agent.as_str()))
+        {
+            return false;
+        }
+        let to_agent = text(&event.to_agent);
+        has(&self.streams, Some(event.stream.as_str()))
+            && has(&self.rooms, Some(event.room.as_str()))
+            && has(&self.topics, text(&event.topic))
+            && has(&self.types, Some(event.event_type.as_str()))
+            && has(&self.statuses, event.status.map(|s| s.as_str()))
+            && has(&self.correlation_ids, text(&event.correlation_id))
+            && has(&self.from_agents, Some(event.from_agent.as_str()))
+            && (has(&self.to_agents, to_agent) || (self.to_agents.is_some() && to_agent == Some("*")))
+    }
+
+    /// The recipients watched for, in the order given.
+    pub fn to_agents(&self) -> &[String] {
+        self.to_agents.as_deref().unwrap_or_default()
+    }
+}
+
 /// A task's base commit: an abbreviated or full hexadecimal Git object id
 /// (7–64 hex digits), lowercased. Branch and tag names are refused: a task
 /// must name the exact state the worker starts from.
@@ -1314,6 +1451,52 @@ mod tests {
         target.correlation_id = Some(Routing::parse("c", "task_1").unwrap());
         let ack = target.ack_draft("b".into(), None, None, Some("other".into()));
         assert_eq!((ack.correlation_id.as_deref(), ack.topic.as_deref()), (Some("task_1"), Some("other")));
+    }
+
+    #[test]
+    fn watch_filters_push_single_values_down_and_check_the_rest() {
+        let watch = |draft: WatchDraft| WatchFilter::parse(draft);
+        let agent = watch(WatchDraft {
+            to_agents: vec!["me".into()],
+            exclude_from_agents: vec!["me".into()],
+            types: vec!["task.request".into(), "patch.ready".into(), "".into()],
+            ..Default::default()
+        })
+        .unwrap();
+        let pushed = agent.pushdown();
+        assert_eq!((pushed.to_agent.as_deref(), pushed.event_type), (Some("me"), None), "two types stay client-side");
+        let event = |kind: &str, from: &str, to: Option<&str>| {
+            parse(EventDraft {
+                event_type: kind.into(),
+                from_agent: from.into(),
+                to_agent: to.map(str::to_string),
+                ..draft()
+            })
+            .unwrap()
+        };
+        assert!(agent.matches(&event("task.request", "boss", Some("me"))));
+        assert!(agent.matches(&event("patch.ready", "boss", Some("*"))), "broadcasts reach everyone");
+        assert!(!agent.matches(&event("patch.ready", "me", Some("*"))), "never one's own broadcasts");
+        assert!(!agent.matches(&event("status.update", "boss", Some("me"))));
+        assert!(!agent.matches(&event("task.request", "boss", Some("you"))));
+        assert!(!agent.matches(&event("task.request", "boss", None)));
+        assert!(
+            WatchFilter::parse(WatchDraft::default()).unwrap().matches(&event("x", "a", None)),
+            "no filter, every event"
+        );
+        let refused = |draft: WatchDraft| message(watch(draft));
+        assert_eq!(
+            refused(WatchDraft { types: vec!["patch.ready".into(), "Task.Request".into()], ..Default::default() }),
+            "type='Task.Request' is not a valid event type (lowercase letters, digits, '.', '_', '-'; max 64 chars)"
+        );
+        assert_eq!(
+            refused(WatchDraft { statuses: vec!["done".into()], ..Default::default() }),
+            "status='done' is not one of: applied, blocked, claimed, failed, open, ready, superseded"
+        );
+        assert_eq!(
+            refused(WatchDraft { exclude_from_agents: vec![" ".into()], ..Default::default() }),
+            "exclude_from_agent must be a non-empty string"
+        );
     }
 
     #[test]
