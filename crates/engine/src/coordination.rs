@@ -115,7 +115,7 @@ impl Palace {
 
     fn append(&self, event: &Event, artifacts: &[Artifact]) -> EngineResult<StoredEvent> {
         match self.store().append_event(event, artifacts)? {
-            AppendOutcome::Appended(stored) => Ok(stored),
+            AppendOutcome::Appended(seq) => Ok(StoredEvent { seq, event: event.clone() }),
             AppendOutcome::UnknownArtifact(id) => Err(CoordinationError::unknown_artifact(&id).into()),
         }
     }

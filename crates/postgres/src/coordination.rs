@@ -275,7 +275,7 @@ pub(crate) async fn append_event(
     }
     lock_appends(tx, &event.workspace_id).await?;
     match insert_event(tx, event).await? {
-        Some(seq) => Ok(AppendOutcome::Appended(StoredEvent { seq, event: event.clone() })),
+        Some(seq) => Ok(AppendOutcome::Appended(seq)),
         None => Err(StoreError::invalid(format!(
             "event id {} is already taken in workspace {}; append it again (a new id is drawn)",
             event.id, event.workspace_id

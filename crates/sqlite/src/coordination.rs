@@ -254,7 +254,7 @@ pub(crate) fn append_event(tx: &Transaction<'_>, event: &Event, artifacts: &[Art
         put_artifact(tx, artifact)?;
     }
     match insert_event(tx, event)? {
-        Some(seq) => Ok(AppendOutcome::Appended(StoredEvent { seq, event: event.clone() })),
+        Some(seq) => Ok(AppendOutcome::Appended(seq)),
         None => Err(StoreError::invalid(format!(
             "event id {} is already taken in workspace {}; append it again (a new id is drawn)",
             event.id, event.workspace_id

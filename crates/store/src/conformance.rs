@@ -310,9 +310,9 @@ pub fn full_event(ws: &WorkspaceId, id: &str, artifact_ids: &[&str]) -> Event {
     )
 }
 
-fn appended(outcome: AppendOutcome) -> StoredEvent {
+fn appended(outcome: AppendOutcome, event: &Event) -> StoredEvent {
     match outcome {
-        AppendOutcome::Appended(stored) => stored,
+        AppendOutcome::Appended(seq) => StoredEvent { seq, event: event.clone() },
         AppendOutcome::UnknownArtifact(id) => panic!("the event's artifacts exist, yet {id} was reported unknown"),
     }
 }
@@ -1135,7 +1135,7 @@ pub fn check_events_round_trip_and_filters(store: &dyn Store) {
     assert!(all(EventFilter::default()).is_empty());
     let (a1, a2) = (artifact(&ws, "art_1", "one\n"), artifact(&ws, "art_2", "two\n"));
     let full = full_event(&ws, "evt_full", &["art_2", "art_1"]);
-    let stored = appended(store.append_event(&full, &[a1, a2]).expect("append"));
+    let stored = appended(store.append_event(&full, &[a1, a2]).expect("append"), &full);
     assert_eq!(stored.event, full, "append returns the event as given");
     let mut sorted = full.clone();
     sorted.artifact_ids.sort();
@@ -1144,7 +1144,8 @@ pub fn check_events_round_trip_and_filters(store: &dyn Store) {
     assert!(store.event(&ws, "evt_missing").expect("event").is_none());
 
     let later = |id: &str, created: &str, draft: EventDraft| {
-        appended(store.append_event(&coordination_event(&ws, id, created, draft), &[]).expect("append"))
+        let event = coordination_event(&ws, id, created, draft);
+        appended(store.append_event(&event, &[]).expect("append"), &event)
     };
     let draft = |kind: &str, from: &str, to: Option<&str>| EventDraft {
         event_type: kind.into(),
@@ -1259,7 +1260,8 @@ pub fn check_event_artifacts_and_references(store: &dyn Store) {
     assert!(store.artifact(&ws, "art_new").expect("get").is_none(), "nor are the artifacts sent with it");
 
     let accepted = Event { artifact_ids: vec!["art_patch".into(), "art_new".into()], ..request.clone() };
-    let stored = appended(store.append_event(&accepted, &[new_artifact.clone()]).expect("append"));
+    let stored =
+        appended(store.append_event(&accepted, std::slice::from_ref(&new_artifact)).expect("append"), &accepted);
     assert_eq!(stored.event.artifact_ids, ["art_patch", "art_new"]);
     assert_eq!(store.event(&ws, "evt_1").expect("event").expect("found").event.artifact_ids, ["art_new", "art_patch"]);
     assert_eq!(store.artifact(&ws, "art_new").expect("get"), Some(new_artifact.clone()));
@@ -1272,7 +1274,7 @@ pub fn check_event_artifacts_and_references(store: &dyn Store) {
     let foreign = Event { workspace_id: other.clone(), artifact_ids: vec!["art_patch".into()], ..request.clone() };
     assert_eq!(store.append_event(&foreign, &[]).expect("append"), AppendOutcome::UnknownArtifact("art_patch".into()));
     let twin = Event { workspace_id: other.clone(), ..request.clone() };
-    appended(store.append_event(&twin, &[]).expect("the same id in another workspace"));
+    appended(store.append_event(&twin, &[]).expect("the same id in another workspace"), &twin);
     assert_eq!(store.events(&ws, &EventFilter { limit: 10, ..Default::default() }).expect("events").len(), 1);
 
     // Scans page through artifacts in id order.
@@ -1316,11 +1318,8 @@ pub fn check_event_cursor_under_concurrent_appends(store: Arc<dyn Store>) {
             std::thread::spawn(move || {
                 for i in 0..EACH {
                     let id = format!("evt_w{writer}_{i}");
-                    appended(
-                        store
-                            .append_event(&event(&ws, &id, "status.update", &format!("w{writer}"), None), &[])
-                            .expect("append"),
-                    );
+                    let event = event(&ws, &id, "status.update", &format!("w{writer}"), None);
+                    appended(store.append_event(&event, &[]).expect("append"), &event);
                 }
             })
         })

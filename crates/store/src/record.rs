@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use mempalace_core::centroid::Centroid;
-use mempalace_core::coordination::{Artifact, Event, EventStatus, StoredEvent};
+use mempalace_core::coordination::{Artifact, Event, EventStatus};
 use mempalace_core::kg::{Entity, Triple};
 use mempalace_core::session::{EpisodicSummary, Session};
 use mempalace_core::tunnel::Tunnel;
@@ -282,9 +282,9 @@ pub struct EventFilter {
 /// What `append_event` did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AppendOutcome {
-    /// The event is stored; readers see it after every event with a smaller
-    /// `seq` (in its workspace).
-    Appended(StoredEvent),
+    /// The event is stored with this `seq`; readers see it after every
+    /// event with a smaller `seq` (in its workspace).
+    Appended(i64),
     /// The event references an artifact the workspace does not hold (the
     /// first such id, in the event's order); nothing was written.
     UnknownArtifact(String),
