@@ -10,6 +10,8 @@
 //! "error": …}` from the writers, `{"error": …}` from list, wait and
 //! artifact_get — flagged `isError`; JSON-RPC errors are left for
 //! parameters that do not fit the schema (missing, unknown, mistyped).
+//! List, wait and artifact_get only read (`readOnlyHint`); on stdio a
+//! write sent after a wait therefore runs when the wait has ended.
 
 use mempalace_core::coordination::{
     Artifact, EventDraft, EventQueryDraft, Order, Routing, StoredEvent, TaskDraft, format_second,
@@ -50,7 +52,8 @@ pub fn tools() -> Vec<ToolSpec> {
              also matches '*' broadcasts. writer=<agent> filters by who wrote an event; from_agent is your identity \
              and never filters. To wait for future events, use mempalace_event_wait.",
             event_list,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "mempalace_event_wait",
             F,
@@ -61,7 +64,8 @@ pub fn tools() -> Vec<ToolSpec> {
              updated to the last event you processed. For long-lived consumers (daemons) prefer the CLI's \
              `mempalace logstream watch`, which keeps its cursor in a state file.",
             event_wait,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "mempalace_event_ack",
             F,
@@ -90,7 +94,8 @@ pub fn tools() -> Vec<ToolSpec> {
             F,
             "Fetch a coordination artifact by id — exact content plus sha256 for verification.",
             artifact_get,
-        ),
+        )
+        .read_only(),
         ToolSpec::new(
             "mempalace_patch_submit",
             F,
