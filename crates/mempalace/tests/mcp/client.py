@@ -403,11 +403,7 @@ async def operations(session, home):
 
 # Where our tools differ from the Python MemPalace 3.11's schemas on
 # purpose (docs/mcp.md, "Differences"). Anything else fails the diff.
-PENDING_TOOLS = {
-    # The coordination family is being built on its own branch.
-    "mempalace_event_append", "mempalace_event_list", "mempalace_event_wait", "mempalace_event_ack",
-    "mempalace_task_create", "mempalace_artifact_put", "mempalace_artifact_get", "mempalace_patch_submit",
-}
+PENDING_TOOLS = set()  # Every MemPalace 3.11 tool is offered.
 EXTRA_PROPERTIES = {
     # Our kg_add records where a fact came from, as MemPalace's add does internally.
 }
