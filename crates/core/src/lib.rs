@@ -58,6 +58,7 @@ pub mod audit;
 pub mod centroid;
 pub mod chunk;
 pub mod classify;
+pub mod coordination;
 pub mod dedup;
 pub mod drawer;
 pub mod embedder;

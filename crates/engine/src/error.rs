@@ -4,6 +4,7 @@
 //! storage conditions, which keep their own classification (`StoreError`).
 
 use mempalace_core::ValidationError;
+use mempalace_core::coordination::CoordinationError;
 use mempalace_store::StoreError;
 use thiserror::Error;
 
@@ -32,6 +33,10 @@ pub enum EngineError {
         /// Rooms whose names contain it (or one of its words).
         suggestions: Vec<String>,
     },
+    /// A coordination call broke a rule, or named an event or artifact
+    /// that does not exist (MemPalace's messages, see `core::coordination`).
+    #[error(transparent)]
+    Coordination(#[from] CoordinationError),
     /// A capability the call needs is not configured or not working.
     #[error("{0}")]
     Unavailable(String),

@@ -440,8 +440,9 @@ impl Palace {
 
     /// Streams every record of every workspace to `sink`: per workspace,
     /// identity, entities (before the triples that refer to them), triples,
-    /// sessions, episodic summaries, tunnels, centroids, then drawers in
-    /// pages. Returns how many records were written.
+    /// sessions, episodic summaries, tunnels, centroids, coordination
+    /// artifacts (before the events that refer to them), events in append
+    /// order, then drawers in pages. Returns how many records were written.
     pub fn export_all<E>(&self, sink: &mut dyn FnMut(PalaceRecord) -> Result<(), E>) -> Result<u64, ExportError<E>> {
         const PAGE: usize = 1_000;
         let mut written = 0_u64;
@@ -471,6 +472,27 @@ impl Palace {
             }
             for centroid in store.centroids(&workspace).map_err(EngineError::from)? {
                 emit(PalaceRecord::Centroid(centroid))?;
+            }
+            // Artifacts are up to 4 MiB each: small pages.
+            let mut after_artifact: Option<String> = None;
+            loop {
+                let page =
+                    store.scan_artifacts(&workspace, after_artifact.as_deref(), 64).map_err(EngineError::from)?;
+                let Some(last) = page.last() else { break };
+                after_artifact = Some(last.id.clone());
+                for artifact in page {
+                    emit(PalaceRecord::Artifact(Box::new(artifact)))?;
+                }
+            }
+            let mut after_seq: Option<i64> = None;
+            loop {
+                let filter = mempalace_store::EventFilter { after_seq, limit: PAGE, ..Default::default() };
+                let page = store.events(&workspace, &filter).map_err(EngineError::from)?;
+                let Some(last) = page.last() else { break };
+                after_seq = Some(last.seq);
+                for stored in page {
+                    emit(PalaceRecord::Event(Box::new(stored.event)))?;
+                }
             }
             let mut after: Option<DrawerId> = None;
             loop {

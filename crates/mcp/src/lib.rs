@@ -2,8 +2,9 @@
 //! stdio and on streamable HTTP.
 //!
 //! * [`registry`] — tool table, profiles, parameter checking, error kinds;
-//! * [`tools`] — the `mempalace_*` (Python MemPalace compatible),
-//!   `memory_*` (seed 0) and robotmem tool families;
+//! * [`tools`] — the `mempalace_*` (Python MemPalace compatible, the
+//!   coordination tools of MemPalace 3.11 included), `memory_*` (seed 0)
+//!   and robotmem tool families;
 //! * [`shapes`] — MemPalace's JSON result shapes (also used by the CLI);
 //! * [`server`] — the rmcp service; [`stdio`] — the stdio transport (parse
 //!   errors answered, calls in the order sent); [`http`] — the HTTP endpoint;

@@ -95,6 +95,9 @@ impl From<mempalace_engine::EngineError> for ToolError {
         match &error {
             E::Invalid(_) => Self::InvalidParams(error.to_string()),
             E::NotFound { .. } | E::RoomNotFound { .. } => crate::tools::failure(&error),
+            // MemPalace answers every coordination refusal as a result the
+            // agent can read (`{"error": …}`; writers add `"success": false`).
+            E::Coordination(_) => crate::tools::failure(&error),
             E::Unavailable(_) | E::Conflict(_) => crate::tools::failure(&error),
             E::Store(store) => match store {
                 S::Missing { .. } | S::Busy { .. } | S::Limit { .. } | S::Io { .. } | S::Unreachable { .. } => {

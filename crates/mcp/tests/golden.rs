@@ -9,7 +9,9 @@
 //! temporary folder's path becomes `<tmp>`, non-integral numbers become
 //! `"<number>"` (similarities and scores differ in their last digits between
 //! CPUs' kernels), generated session and episode ids become `"<session>"`
-//! and `"<episode>"`, and run times `"<seconds>"`.
+//! and `"<episode>"`, coordination ids (random by design) `"<event>"`,
+//! `"<artifact>"` and `"<task>"` (also inside a task's handoff line), and
+//! run times `"<seconds>"`.
 
 // Tests take their setup (model directory) from the environment that
 // scripts/test.sh prepares; UPDATE_GOLDEN rewrites the files.
@@ -47,7 +49,9 @@ fn normalise(value: Value, tmp: &str, key: Option<&str>) -> Value {
     match value {
         Value::String(text) if text.starts_with("session_2") => Value::String("<session>".into()),
         Value::String(text) if text.starts_with("episode_") => Value::String("<episode>".into()),
-        Value::String(text) => Value::String(text.replace(tmp, "<tmp>")),
+        Value::String(text) if text.starts_with("evt_2") => Value::String("<event>".into()),
+        Value::String(text) if text.starts_with("art_2") => Value::String("<artifact>".into()),
+        Value::String(text) => Value::String(random_task_ids(&text.replace(tmp, "<tmp>"))),
         Value::Number(number) if key == Some("seconds") => {
             let _ = number;
             Value::String("<seconds>".into())
@@ -61,6 +65,18 @@ fn normalise(value: Value, tmp: &str, key: Option<&str>) -> Value {
         }
         other => other,
     }
+}
+
+/// A task's correlation id ends in 8 random hex digits
+/// (`task_<slug>_1a2b3c4d`): every such word becomes `<task>`.
+fn random_task_ids(text: &str) -> String {
+    let random = |word: &str| {
+        word.starts_with("task_")
+            && word
+                .rsplit_once('_')
+                .is_some_and(|(_, tail)| tail.len() == 8 && tail.bytes().all(|b| b.is_ascii_hexdigit()))
+    };
+    text.split(' ').map(|word| if random(word) { "<task>" } else { word }).collect::<Vec<_>>().join(" ")
 }
 
 struct Recorder {
@@ -194,6 +210,38 @@ fn every_tool_result_matches_its_golden_file() {
         r.call("mempalace_hook_settings", json!({})).await;
         r.call("mempalace_memories_filed_away", json!({})).await;
         r.call("mempalace_reconnect", json!({})).await;
+        // Coordination (ids are random and normalised; seq and times are fixed).
+        let appended = r
+            .call("mempalace_event_append", json!({"type": "status.update", "stream": "project/greenhouse",
+                "room": "status", "from_agent": "mac-codex", "to_agent": "*", "body": "Pumps checked.",
+                "metadata": {"battery": 81}}))
+            .await;
+        r.call("mempalace_event_append", json!({"type": "Status", "stream": "s", "room": "r", "from_agent": "a"})).await;
+        let task = r
+            .call("mempalace_task_create", json!({"project": "Greenhouse", "from_agent": "mac-codex",
+                "to_agent": "win-codex", "goal": "Water the tomatoes at dusk too.", "branch": "main",
+                "base_commit": "0123ABC", "done": "The schedule lists dusk."}))
+            .await;
+        r.call("mempalace_task_create", json!({"project": "Greenhouse", "from_agent": "a", "to_agent": "b",
+            "goal": "g", "branch": "main", "base_commit": "main", "done": "d"})).await;
+        r.call("mempalace_event_list", json!({"to_agent": "win-codex", "from_agent": "win-codex"})).await;
+        r.call("mempalace_event_list", json!({"since_event_id": appended["event"]["id"], "preview": true})).await;
+        r.call("mempalace_event_list", json!({"order": "sideways"})).await;
+        r.call("mempalace_event_wait", json!({"correlation_id": task["task"]["correlation_id"]})).await;
+        r.call("mempalace_event_wait", json!({"correlation_id": "nothing", "timeout_ms": 0})).await;
+        r.call("mempalace_event_ack", json!({"event_id": task["task"]["id"], "from_agent": "win-codex",
+            "status": "claimed"})).await;
+        r.call("mempalace_event_ack", json!({"event_id": "evt_missing", "from_agent": "win-codex"})).await;
+        let artifact = r
+            .call("mempalace_artifact_put", json!({"kind": "log", "content": "pump 1: ok\npump 2: ok\n",
+                "created_by": "win-codex", "metadata": {"run": 1}}))
+            .await;
+        r.call("mempalace_artifact_put", json!({"kind": "binary", "content": "x", "created_by": "a"})).await;
+        r.call("mempalace_artifact_get", json!({"artifact_id": artifact["artifact"]["id"]})).await;
+        r.call("mempalace_artifact_get", json!({"artifact_id": "art_missing"})).await;
+        r.call("mempalace_patch_submit", json!({"content": "--- a/schedule\n+++ b/schedule\n@@ -1 +1,2 @@\n dawn\n+dusk",
+            "from_agent": "win-codex", "stream": "project/greenhouse", "to_agent": "mac-codex",
+            "correlation_id": task["task"]["correlation_id"]})).await;
         r.call("mempalace_wake_up", json!({})).await;
         r.call("mempalace_delete_drawer", json!({"drawer_id": "drawer_missing_x_1"})).await;
 

@@ -49,6 +49,9 @@ fn main() -> ExitCode {
     match cli::run(cli, &env) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) if error.is::<cli::Silent>() => {
+            ExitCode::from(error.downcast_ref::<cli::Silent>().map_or(Exit::Internal as u8, |silent| silent.0))
+        }
         Err(error) => {
             let code = cli::exit_code(&error);
             if code == Exit::Internal {

@@ -20,6 +20,7 @@
 //!
 //! Not here: ranking, embedding, chunking (engine and core).
 
+mod coordination;
 mod error;
 mod health;
 mod kg;
@@ -40,6 +41,7 @@ use std::time::{Duration, Instant};
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Transaction};
 use mempalace_core::centroid::Centroid;
+use mempalace_core::coordination::{Artifact, Event, StoredEvent};
 use mempalace_core::kg::{Entity, Triple};
 use mempalace_core::session::{EpisodicSummary, Session};
 use mempalace_core::tunnel::Tunnel;
@@ -47,8 +49,9 @@ use mempalace_core::{
     Content, ContentHash, Drawer, DrawerId, DrawerStatus, Embedding, Identity, Timestamp, WorkspaceId,
 };
 use mempalace_store::{
-    Direction, DrawerFilter, HallCount, HealthCheck, IdentityRecord, KgStats, PalaceRecord, PutOutcome, RecordCounts,
-    StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy, TripleOutcome, VectorChange,
+    AppendOutcome, Direction, DrawerFilter, EventFilter, HallCount, HealthCheck, IdentityRecord, KgStats, PalaceRecord,
+    PutOutcome, RecordCounts, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy, TripleOutcome,
+    VectorChange,
 };
 
 use crate::error::Context;
@@ -433,6 +436,22 @@ impl StoreRead for PgStore {
         self.run(self.read(async |tx| records::source_cursor(tx, workspace, source).await))
     }
 
+    fn events(&self, workspace: &WorkspaceId, filter: &EventFilter) -> StoreResult<Vec<StoredEvent>> {
+        self.run(self.read(async |tx| coordination::events(tx, workspace, filter).await))
+    }
+
+    fn event(&self, workspace: &WorkspaceId, id: &str) -> StoreResult<Option<StoredEvent>> {
+        self.run(self.read(async |tx| coordination::event(tx, workspace, id).await))
+    }
+
+    fn artifact(&self, workspace: &WorkspaceId, id: &str) -> StoreResult<Option<Artifact>> {
+        self.run(self.read(async |tx| coordination::artifact(tx, workspace, id).await))
+    }
+
+    fn scan_artifacts(&self, workspace: &WorkspaceId, after: Option<&str>, limit: usize) -> StoreResult<Vec<Artifact>> {
+        self.run(self.read(async |tx| coordination::scan_artifacts(tx, workspace, after, limit).await))
+    }
+
     fn vector_search(
         &self,
         workspace: &WorkspaceId,
@@ -589,6 +608,14 @@ impl StoreWrite for PgStore {
         at: Timestamp,
     ) -> StoreResult<()> {
         self.run(self.write(async |tx| records::set_source_cursor(tx, workspace, source, cursor, &at).await))
+    }
+
+    fn put_artifact(&self, artifact: &Artifact) -> StoreResult<PutOutcome> {
+        self.run(self.write(async |tx| coordination::put_artifact(tx, artifact).await))
+    }
+
+    fn append_event(&self, event: &Event, artifacts: &[Artifact]) -> StoreResult<AppendOutcome> {
+        self.run(self.write(async |tx| coordination::append_event(tx, event, artifacts).await))
     }
 
     fn claim_raw_drawers(

@@ -529,6 +529,11 @@ pub(crate) async fn import_record(tx: &Transaction<'_>, record: &PalaceRecord) -
                 .ctx("importing a centroid")?;
             Ok(counted(changed))
         }
+        PalaceRecord::Artifact(artifact) => Ok(match crate::coordination::put_artifact(tx, artifact).await? {
+            PutOutcome::Inserted => RecordCounts { inserted: 1, existing: 0 },
+            PutOutcome::Existing => RecordCounts { inserted: 0, existing: 1 },
+        }),
+        PalaceRecord::Event(event) => Ok(counted(u64::from(crate::coordination::import_event(tx, event).await?))),
     }
 }
 

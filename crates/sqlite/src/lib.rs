@@ -14,6 +14,7 @@
 //!
 //! Not here: ranking, embedding, chunking (engine and core).
 
+mod coordination;
 mod error;
 mod health;
 mod kg;
@@ -29,6 +30,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use mempalace_core::centroid::Centroid;
+use mempalace_core::coordination::{Artifact, Event, StoredEvent};
 use mempalace_core::kg::{Entity, Triple};
 use mempalace_core::session::{EpisodicSummary, Session};
 use mempalace_core::tunnel::Tunnel;
@@ -38,8 +40,9 @@ use mempalace_core::{
     Content, ContentHash, Drawer, DrawerId, DrawerStatus, Embedding, Identity, Timestamp, WorkspaceId,
 };
 use mempalace_store::{
-    Direction, DrawerFilter, HallCount, HealthCheck, IdentityRecord, KgStats, PalaceRecord, PutOutcome, RecordCounts,
-    StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy, TripleOutcome, VectorChange,
+    AppendOutcome, Direction, DrawerFilter, EventFilter, HallCount, HealthCheck, IdentityRecord, KgStats, PalaceRecord,
+    PutOutcome, RecordCounts, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy, TripleOutcome,
+    VectorChange,
 };
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
@@ -370,6 +373,22 @@ impl StoreRead for SqliteStore {
     fn source_cursor(&self, workspace: &WorkspaceId, source: &str) -> StoreResult<Option<String>> {
         self.read(|conn| records::source_cursor(conn, workspace, source))
     }
+
+    fn events(&self, workspace: &WorkspaceId, filter: &EventFilter) -> StoreResult<Vec<StoredEvent>> {
+        self.read(|conn| coordination::events(conn, workspace, filter))
+    }
+
+    fn event(&self, workspace: &WorkspaceId, id: &str) -> StoreResult<Option<StoredEvent>> {
+        self.read(|conn| coordination::event(conn, workspace, id))
+    }
+
+    fn artifact(&self, workspace: &WorkspaceId, id: &str) -> StoreResult<Option<Artifact>> {
+        self.read(|conn| coordination::artifact(conn, workspace, id))
+    }
+
+    fn scan_artifacts(&self, workspace: &WorkspaceId, after: Option<&str>, limit: usize) -> StoreResult<Vec<Artifact>> {
+        self.read(|conn| coordination::scan_artifacts(conn, workspace, after, limit))
+    }
 }
 
 impl StoreWrite for SqliteStore {
@@ -486,6 +505,14 @@ impl StoreWrite for SqliteStore {
         at: Timestamp,
     ) -> StoreResult<()> {
         self.write(|tx| records::set_source_cursor(tx, workspace, source, cursor, &at))
+    }
+
+    fn put_artifact(&self, artifact: &Artifact) -> StoreResult<PutOutcome> {
+        self.write(|tx| coordination::put_artifact(tx, artifact))
+    }
+
+    fn append_event(&self, event: &Event, artifacts: &[Artifact]) -> StoreResult<AppendOutcome> {
+        self.write(|tx| coordination::append_event(tx, event, artifacts))
     }
 
     fn claim_raw_drawers(

@@ -625,6 +625,11 @@ pub(crate) fn import_record(tx: &Transaction<'_>, record: &PalaceRecord) -> Stor
                 .ctx("importing a centroid")?;
             Ok(counted(changed))
         }
+        PalaceRecord::Artifact(artifact) => Ok(match crate::coordination::put_artifact(tx, artifact)? {
+            PutOutcome::Inserted => RecordCounts { inserted: 1, existing: 0 },
+            PutOutcome::Existing => RecordCounts { inserted: 0, existing: 1 },
+        }),
+        PalaceRecord::Event(event) => Ok(counted(usize::from(crate::coordination::import_event(tx, event)?))),
     }
 }
 

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use mempalace_core::centroid::Centroid;
+use mempalace_core::coordination::{Artifact, Event, EventDraft, EventStatus, StoredEvent};
 use mempalace_core::kg::{Entity, Triple, entity_id};
 use mempalace_core::session::{EpisodicSummary, Session, SessionStatus};
 use mempalace_core::time::{DayEdge, parse_timestamp};
@@ -21,7 +22,7 @@ use mempalace_core::{
 };
 use serde_json::json;
 
-use crate::{DrawerFilter, IdentityRecord, PalaceRecord, PutOutcome, Store};
+use crate::{AppendOutcome, DrawerFilter, EventFilter, IdentityRecord, PalaceRecord, PutOutcome, Store};
 
 /// One `#[test]` per conformance check, each on a fresh store from
 /// `$fresh`: a function returning `Option<(guard, Arc<dyn Store>)>` (the
@@ -51,12 +52,21 @@ macro_rules! conformance_suite {
             check_claims,
             check_periodic_jobs,
             check_maintenance,
+            check_events_round_trip_and_filters,
+            check_event_artifacts_and_references,
         );
 
         #[test]
         fn check_concurrent_writers() {
             if let Some((_guard, store)) = $fresh() {
                 $crate::conformance::check_concurrent_writers(store);
+            }
+        }
+
+        #[test]
+        fn check_event_cursor_under_concurrent_appends() {
+            if let Some((_guard, store)) = $fresh() {
+                $crate::conformance::check_event_cursor_under_concurrent_appends(store);
             }
         }
     };
@@ -230,7 +240,85 @@ pub fn sample_records(ws: &WorkspaceId) -> Vec<PalaceRecord> {
             computed_at: created,
             source_hash: "abc".into(),
         }),
+        PalaceRecord::Artifact(Box::new(artifact(ws, "art_20250101T000000_00000000000a", "--- a\r\n+++ b\n"))),
+        PalaceRecord::Event(Box::new(full_event(
+            ws,
+            "evt_20250101T000000_00000000000b",
+            &["art_20250101T000000_00000000000a"],
+        ))),
     ]
+}
+
+/// A patch artifact made at a fixed time.
+pub fn artifact(ws: &WorkspaceId, id: &str, content: &str) -> Artifact {
+    Artifact::parse(
+        ws.clone(),
+        id.into(),
+        at("2025-01-01T00:00:00Z"),
+        "patch",
+        content.into(),
+        "agent-a",
+        Some(json!({"branch": "main", "lines": [1, 2]})),
+    )
+    .expect("test artifact")
+}
+
+/// An event of `draft` made at `created`.
+pub fn coordination_event(ws: &WorkspaceId, id: &str, created: &str, draft: EventDraft) -> Event {
+    Event::parse(ws.clone(), id.into(), at(created), draft).expect("test event")
+}
+
+/// A minimal event: `kind` in `stream`/`room` from `from` to `to`.
+pub fn event(ws: &WorkspaceId, id: &str, kind: &str, from: &str, to: Option<&str>) -> Event {
+    coordination_event(
+        ws,
+        id,
+        "2025-01-01T00:00:00Z",
+        EventDraft {
+            event_type: kind.into(),
+            stream: "project/demo".into(),
+            room: "delegation".into(),
+            from_agent: from.into(),
+            to_agent: to.map(str::to_string),
+            ..EventDraft::default()
+        },
+    )
+}
+
+/// An event with every optional field set (artifact ids in the sorted
+/// order listings return).
+pub fn full_event(ws: &WorkspaceId, id: &str, artifact_ids: &[&str]) -> Event {
+    coordination_event(
+        ws,
+        id,
+        "2025-01-01T00:00:00Z",
+        EventDraft {
+            event_type: "patch.ready".into(),
+            stream: "project/mempalace".into(),
+            room: "patches".into(),
+            topic: Some("auth-v2".into()),
+            from_agent: "windows:codex:mempalace".into(),
+            to_agent: Some("mac-codex".into()),
+            correlation_id: Some("task_fix_it_0a1b2c3d".into()),
+            branch: Some("fix/search".into()),
+            base_commit: Some("0123abc".into()),
+            status: Some("ready".into()),
+            body: Some("Ready: ünïcode — 数据库\r\nsecond line\n".into()),
+            metadata: Some(json!({"ack_of": null, "nested": {"n": 1.5, "list": ["x", true]}})),
+            artifact_ids: Some(json!(artifact_ids)),
+        },
+    )
+}
+
+fn appended(outcome: AppendOutcome, event: &Event) -> StoredEvent {
+    match outcome {
+        AppendOutcome::Appended(seq) => StoredEvent { seq, event: event.clone() },
+        AppendOutcome::UnknownArtifact(id) => panic!("the event's artifacts exist, yet {id} was reported unknown"),
+    }
+}
+
+fn ids(events: &[StoredEvent]) -> Vec<&str> {
+    events.iter().map(|stored| stored.event.id.as_str()).collect()
 }
 
 /// A drawer stored with every field comes back identical.
@@ -401,6 +489,12 @@ pub fn check_import_round_trip(store: &dyn Store) {
             }
             PalaceRecord::Centroid(expected) => {
                 assert!(store.centroids(&ws).expect("centroids").contains(expected), "{expected:?}")
+            }
+            PalaceRecord::Artifact(expected) => {
+                assert_eq!(&store.artifact(&ws, &expected.id).expect("artifact").expect("found"), expected.as_ref())
+            }
+            PalaceRecord::Event(expected) => {
+                assert_eq!(&store.event(&ws, &expected.id).expect("event").expect("found").event, expected.as_ref())
             }
         }
     }
@@ -1033,6 +1127,238 @@ pub fn check_mentions_halls_and_tunnels(store: &dyn Store) {
     assert!(store.tunnels(&ws).expect("tunnels").is_empty());
 }
 
+/// Coordination events come back exactly as appended (artifact ids
+/// sorted), in append order, and every filter of a listing holds.
+pub fn check_events_round_trip_and_filters(store: &dyn Store) {
+    let ws = workspace("default");
+    let all = |filter: EventFilter| store.events(&ws, &EventFilter { limit: 100, ..filter }).expect("events");
+    assert!(all(EventFilter::default()).is_empty());
+    let (a1, a2) = (artifact(&ws, "art_1", "one\n"), artifact(&ws, "art_2", "two\n"));
+    let full = full_event(&ws, "evt_full", &["art_2", "art_1"]);
+    let stored = appended(store.append_event(&full, &[a1, a2]).expect("append"), &full);
+    assert_eq!(stored.event, full, "append returns the event as given");
+    let mut sorted = full.clone();
+    sorted.artifact_ids.sort();
+    let back = store.event(&ws, "evt_full").expect("event").expect("found");
+    assert_eq!((back.seq, &back.event), (stored.seq, &sorted), "every field round-trips; artifact ids sorted");
+    assert!(store.event(&ws, "evt_missing").expect("event").is_none());
+
+    let later = |id: &str, created: &str, draft: EventDraft| {
+        let event = coordination_event(&ws, id, created, draft);
+        appended(store.append_event(&event, &[]).expect("append"), &event)
+    };
+    let draft = |kind: &str, from: &str, to: Option<&str>| EventDraft {
+        event_type: kind.into(),
+        stream: "project/demo".into(),
+        room: "delegation".into(),
+        from_agent: from.into(),
+        to_agent: to.map(str::to_string),
+        ..EventDraft::default()
+    };
+    let broadcast = later("evt_all", "2025-01-02T00:00:00Z", draft("status.update", "bob", Some("*")));
+    let to_alice = later(
+        "evt_alice",
+        "2025-01-03T00:00:00Z",
+        EventDraft {
+            status: Some("open".into()),
+            correlation_id: Some("task_1".into()),
+            ..draft("task.request", "bob", Some("alice"))
+        },
+    );
+    let to_carol = later(
+        "evt_carol",
+        "2025-01-03T12:00:00Z",
+        EventDraft {
+            topic: Some("ui".into()),
+            room: "reviews".into(),
+            ..draft("task.request", "alice", Some("carol"))
+        },
+    );
+    let seqs = [stored.seq, broadcast.seq, to_alice.seq, to_carol.seq];
+    assert!(seqs.windows(2).all(|pair| pair[0] < pair[1]), "seq grows in append order: {seqs:?}");
+
+    assert_eq!(ids(&all(EventFilter::default())), ["evt_full", "evt_all", "evt_alice", "evt_carol"]);
+    assert_eq!(
+        ids(&all(EventFilter { newest_first: true, ..Default::default() })),
+        ["evt_carol", "evt_alice", "evt_all", "evt_full"]
+    );
+    assert_eq!(
+        ids(&store.events(&ws, &EventFilter { limit: 2, ..Default::default() }).expect("events")),
+        ["evt_full", "evt_all"]
+    );
+    assert_eq!(
+        ids(&store.events(&ws, &EventFilter { limit: 2, newest_first: true, ..Default::default() }).expect("events")),
+        ["evt_carol", "evt_alice"]
+    );
+    assert!(store.events(&ws, &EventFilter::default()).expect("events").is_empty(), "limit 0 returns nothing");
+    let some = |value: &str| Some(value.to_string());
+    assert_eq!(
+        ids(&all(EventFilter { to_agent: some("alice"), ..Default::default() })),
+        ["evt_all", "evt_alice"],
+        "an inbox includes broadcasts"
+    );
+    assert_eq!(ids(&all(EventFilter { to_agent: some("mac-codex"), ..Default::default() })), ["evt_full", "evt_all"]);
+    assert_eq!(ids(&all(EventFilter { writer: some("bob"), ..Default::default() })), ["evt_all", "evt_alice"]);
+    assert_eq!(ids(&all(EventFilter { stream: some("project/mempalace"), ..Default::default() })), ["evt_full"]);
+    assert_eq!(ids(&all(EventFilter { room: some("reviews"), ..Default::default() })), ["evt_carol"]);
+    assert_eq!(ids(&all(EventFilter { topic: some("ui"), ..Default::default() })), ["evt_carol"]);
+    assert_eq!(
+        ids(&all(EventFilter { event_type: some("task.request"), ..Default::default() })),
+        ["evt_alice", "evt_carol"]
+    );
+    assert_eq!(ids(&all(EventFilter { correlation_id: some("task_1"), ..Default::default() })), ["evt_alice"]);
+    assert_eq!(ids(&all(EventFilter { status: Some(EventStatus::Ready), ..Default::default() })), ["evt_full"]);
+    assert_eq!(
+        ids(&all(EventFilter { created_since: Some(at("2025-01-03T00:00:00Z")), ..Default::default() })),
+        ["evt_alice", "evt_carol"],
+        "the bound is inclusive"
+    );
+    assert_eq!(
+        ids(&all(EventFilter { after_seq: Some(broadcast.seq), ..Default::default() })),
+        ["evt_alice", "evt_carol"]
+    );
+    assert_eq!(
+        ids(&all(EventFilter { before_seq: Some(to_alice.seq), ..Default::default() })),
+        ["evt_full", "evt_all"]
+    );
+    assert_eq!(
+        ids(&all(EventFilter {
+            after_seq: Some(stored.seq),
+            before_seq: Some(to_carol.seq),
+            event_type: some("task.request"),
+            ..Default::default()
+        })),
+        ["evt_alice"],
+        "filters combine"
+    );
+    let listed = all(EventFilter { correlation_id: some("task_fix_it_0a1b2c3d"), ..Default::default() });
+    assert_eq!(listed, vec![back], "a listed event is the stored one");
+}
+
+/// Artifacts are stored once and read back exactly; an event referencing
+/// an artifact its workspace lacks is refused whole; workspaces never mix.
+pub fn check_event_artifacts_and_references(store: &dyn Store) {
+    let ws = workspace("team-a");
+    let other = workspace("team-b");
+    let patch = artifact(&ws, "art_patch", "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new\n");
+    assert_eq!(store.put_artifact(&patch).expect("put"), PutOutcome::Inserted);
+    let mut changed = patch.clone();
+    changed.created_by = mempalace_core::coordination::Routing::parse("created_by", "someone-else").expect("routing");
+    assert_eq!(store.put_artifact(&changed).expect("put again"), PutOutcome::Existing);
+    assert_eq!(store.artifact(&ws, "art_patch").expect("get"), Some(patch.clone()), "the first version stays");
+    assert!(store.artifact(&ws, "art_missing").expect("get").is_none());
+
+    let request = event(&ws, "evt_1", "patch.ready", "a", Some("b"));
+    let refused =
+        Event { artifact_ids: vec!["art_new".into(), "art_nope".into(), "art_patch".into()], ..request.clone() };
+    let new_artifact = artifact(&ws, "art_new", "new\n");
+    assert_eq!(
+        store.append_event(&refused, std::slice::from_ref(&new_artifact)).expect("append"),
+        AppendOutcome::UnknownArtifact("art_nope".into())
+    );
+    assert!(store.event(&ws, "evt_1").expect("event").is_none(), "a refused event is not stored");
+    assert!(store.artifact(&ws, "art_new").expect("get").is_none(), "nor are the artifacts sent with it");
+
+    let accepted = Event { artifact_ids: vec!["art_patch".into(), "art_new".into()], ..request.clone() };
+    let stored =
+        appended(store.append_event(&accepted, std::slice::from_ref(&new_artifact)).expect("append"), &accepted);
+    assert_eq!(stored.event.artifact_ids, ["art_patch", "art_new"]);
+    assert_eq!(store.event(&ws, "evt_1").expect("event").expect("found").event.artifact_ids, ["art_new", "art_patch"]);
+    assert_eq!(store.artifact(&ws, "art_new").expect("get"), Some(new_artifact.clone()));
+
+    // Another workspace sees none of it, and cannot reference it.
+    assert!(store.artifact(&other, "art_patch").expect("get").is_none());
+    assert!(store.event(&other, "evt_1").expect("event").is_none());
+    assert!(store.events(&other, &EventFilter { limit: 10, ..Default::default() }).expect("events").is_empty());
+    assert!(store.scan_artifacts(&other, None, 10).expect("scan").is_empty());
+    let foreign = Event { workspace_id: other.clone(), artifact_ids: vec!["art_patch".into()], ..request.clone() };
+    assert_eq!(store.append_event(&foreign, &[]).expect("append"), AppendOutcome::UnknownArtifact("art_patch".into()));
+    let twin = Event { workspace_id: other.clone(), ..request.clone() };
+    appended(store.append_event(&twin, &[]).expect("the same id in another workspace"), &twin);
+    assert_eq!(store.events(&ws, &EventFilter { limit: 10, ..Default::default() }).expect("events").len(), 1);
+
+    // Scans page through artifacts in id order.
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = store.scan_artifacts(&ws, after.as_deref(), 1).expect("scan");
+        let Some(last) = page.last() else { break };
+        after = Some(last.id.clone());
+        seen.extend(page.into_iter().map(|artifact| artifact.id));
+    }
+    assert_eq!(seen, ["art_new", "art_patch"]);
+
+    // An import appends after what is there, keeps ids, and refuses an
+    // event whose artifact it has not been given.
+    let imported = event(&ws, "evt_imported", "task.request", "c", None);
+    assert_eq!(store.import(&[PalaceRecord::Event(Box::new(imported.clone()))]).expect("import").inserted, 1);
+    let listed = store.events(&ws, &EventFilter { limit: 10, ..Default::default() }).expect("events");
+    assert_eq!(ids(&listed), ["evt_1", "evt_imported"]);
+    assert_eq!(store.import(&[PalaceRecord::Event(Box::new(imported))]).expect("import").existing, 1);
+    let dangling = Event { id: "evt_dangling".into(), artifact_ids: vec!["art_absent".into()], ..request };
+    let error = store.import(&[PalaceRecord::Event(Box::new(dangling))]).expect_err("a dangling reference is refused");
+    assert!(matches!(error, crate::StoreError::InvalidData { .. }), "{error:?}");
+    assert!(error.to_string().contains("art_absent"), "{error}");
+    assert!(store.event(&ws, "evt_dangling").expect("event").is_none());
+    assert_all_healthy(store);
+}
+
+/// Four writers append while a reader follows a cursor (`after_seq` of the
+/// last event it saw): the reader sees every event exactly once, each batch
+/// in increasing `seq`. A backend whose `seq` order differed from its
+/// commit order would make the reader skip an event committed late.
+pub fn check_event_cursor_under_concurrent_appends(store: Arc<dyn Store>) {
+    const WRITERS: usize = 4;
+    const EACH: usize = 40;
+    let ws = workspace("default");
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|writer| {
+            let store = Arc::clone(&store);
+            let ws = ws.clone();
+            std::thread::spawn(move || {
+                for i in 0..EACH {
+                    let id = format!("evt_w{writer}_{i}");
+                    let event = event(&ws, &id, "status.update", &format!("w{writer}"), None);
+                    appended(store.append_event(&event, &[]).expect("append"), &event);
+                }
+            })
+        })
+        .collect();
+    let mut seen: Vec<String> = Vec::new();
+    let mut cursor: Option<i64> = None;
+    let started = std::time::Instant::now();
+    loop {
+        assert!(started.elapsed() < std::time::Duration::from_secs(120), "the writers did not finish in two minutes");
+        // Read once more after the writers finished, to catch the tail.
+        let writers_done = writers.iter().all(|writer| writer.is_finished());
+        let batch =
+            store.events(&ws, &EventFilter { after_seq: cursor, limit: 7, ..Default::default() }).expect("events");
+        let seqs: Vec<i64> = batch.iter().map(|stored| stored.seq).collect();
+        assert!(seqs.windows(2).all(|pair| pair[0] < pair[1]), "a batch is in seq order: {seqs:?}");
+        if writers_done && batch.is_empty() {
+            break;
+        }
+        if let Some(last) = batch.last() {
+            cursor = Some(last.seq);
+        }
+        seen.extend(batch.into_iter().map(|stored| stored.event.id));
+    }
+    for writer in writers {
+        writer.join().expect("writer thread panicked");
+    }
+    let mut unique = seen.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), seen.len(), "no event was seen twice");
+    let everything = store.events(&ws, &EventFilter { limit: 1_000, ..Default::default() }).expect("events");
+    assert_eq!(everything.len(), WRITERS * EACH);
+    assert_eq!(
+        ids(&everything),
+        seen.iter().map(String::as_str).collect::<Vec<_>>(),
+        "the reader saw the log in its order, nothing skipped"
+    );
+}
+
 /// Panics unless every health check passes.
 pub fn assert_all_healthy(store: &dyn Store) {
     let checks = store.verify().expect("verify");
@@ -1057,5 +1383,8 @@ pub fn run_all(mut fresh: impl FnMut() -> Arc<dyn Store>) {
     check_knowledge_graph(fresh().as_ref());
     check_mentions_halls_and_tunnels(fresh().as_ref());
     check_pages_replacement_and_sessions(fresh().as_ref());
+    check_events_round_trip_and_filters(fresh().as_ref());
+    check_event_artifacts_and_references(fresh().as_ref());
     check_concurrent_writers(fresh());
+    check_event_cursor_under_concurrent_appends(fresh());
 }

@@ -25,11 +25,12 @@ pub mod conformance;
 
 pub use error::{StoreError, StoreResult};
 pub use record::{
-    Direction, DrawerFilter, HallCount, HealthCheck, IdentityRecord, KgStats, PalaceRecord, PutOutcome, RecordCounts,
-    StorageInfo, Taxonomy, TripleOutcome, VectorChange, WingCount,
+    AppendOutcome, Direction, DrawerFilter, EventFilter, HallCount, HealthCheck, IdentityRecord, KgStats, PalaceRecord,
+    PutOutcome, RecordCounts, StorageInfo, Taxonomy, TripleOutcome, VectorChange, WingCount,
 };
 
 use mempalace_core::centroid::Centroid;
+use mempalace_core::coordination::{Artifact, Event, StoredEvent};
 use mempalace_core::kg::{Entity, Triple};
 use mempalace_core::session::{EpisodicSummary, Session};
 use mempalace_core::tunnel::Tunnel;
@@ -192,6 +193,22 @@ pub trait StoreRead: Send + Sync {
     /// exported, and losing it costs one full re-read of the source.
     fn source_cursor(&self, workspace: &WorkspaceId, source: &str) -> StoreResult<Option<String>>;
 
+    /// Coordination events passing `filter`, in append order (`seq`),
+    /// each with its referenced artifact ids sorted. Within a workspace a
+    /// reader never sees an event appear with a smaller `seq` than one it
+    /// has already seen, so the `seq` of the last event read is a cursor
+    /// that skips nothing (see [`StoreWrite::append_event`]).
+    fn events(&self, workspace: &WorkspaceId, filter: &EventFilter) -> StoreResult<Vec<StoredEvent>>;
+
+    /// One coordination event by id.
+    fn event(&self, workspace: &WorkspaceId, id: &str) -> StoreResult<Option<StoredEvent>>;
+
+    /// One coordination artifact by id, content included.
+    fn artifact(&self, workspace: &WorkspaceId, id: &str) -> StoreResult<Option<Artifact>>;
+
+    /// A page of artifacts in id order, starting after `after` (export).
+    fn scan_artifacts(&self, workspace: &WorkspaceId, after: Option<&str>, limit: usize) -> StoreResult<Vec<Artifact>>;
+
     /// The drawers nearest to `query` among the vectors of `model` that
     /// pass `filter`, by cosine similarity, best first — when the backend
     /// keeps a vector index of its own (PostgreSQL: pgvector HNSW). `None`
@@ -306,6 +323,19 @@ pub trait StoreWrite: StoreRead {
         cursor: Option<&str>,
         at: Timestamp,
     ) -> StoreResult<()>;
+
+    /// Stores an artifact whose `(workspace, id)` is new; an existing id is
+    /// left untouched.
+    fn put_artifact(&self, artifact: &Artifact) -> StoreResult<PutOutcome>;
+
+    /// Appends a coordination event in one transaction: first `artifacts`
+    /// (stored as [`StoreWrite::put_artifact`] does), then the event, once
+    /// every artifact it references exists in its workspace. The event gets
+    /// the next `seq`; the order `seq` gives is the order appends commit in,
+    /// per workspace (SQLite: one writer at a time; PostgreSQL: appends to
+    /// a workspace queue on a transaction-scoped lock taken before the
+    /// `seq` is drawn), so a cursor never skips a slower concurrent append.
+    fn append_event(&self, event: &Event, artifacts: &[Artifact]) -> StoreResult<AppendOutcome>;
 
     /// Claims up to `limit` raw drawers of the workspace (oldest first)
     /// that no worker holds, or whose claim expired before `now`, for

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use mempalace_core::centroid::Centroid;
+use mempalace_core::coordination::{Artifact, Event, EventStatus};
 use mempalace_core::kg::{Entity, Triple};
 use mempalace_core::session::{EpisodicSummary, Session};
 use mempalace_core::tunnel::Tunnel;
@@ -86,6 +87,11 @@ pub enum PalaceRecord {
     Tunnel(Tunnel),
     /// A memory-type centroid.
     Centroid(Centroid),
+    /// A coordination artifact (before the events that reference it).
+    Artifact(Box<Artifact>),
+    /// A coordination event. Its place in the order (`seq`) is not part of
+    /// the record: an import appends events in the order it reads them.
+    Event(Box<Event>),
 }
 
 /// How many records of each kind an import wrote or found already present.
@@ -239,4 +245,47 @@ pub struct HallCount {
     pub hall: String,
     /// Drawers.
     pub drawers: u64,
+}
+
+/// Which coordination events a listing returns: every filter given must
+/// hold (equality); the order is the store's append order (`seq`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EventFilter {
+    /// Stream.
+    pub stream: Option<String>,
+    /// Room.
+    pub room: Option<String>,
+    /// Topic.
+    pub topic: Option<String>,
+    /// Event type.
+    pub event_type: Option<String>,
+    /// Recipient: events to this agent or to everyone (`*`).
+    pub to_agent: Option<String>,
+    /// Writer (`from_agent`).
+    pub writer: Option<String>,
+    /// Correlation id.
+    pub correlation_id: Option<String>,
+    /// Status.
+    pub status: Option<EventStatus>,
+    /// Created at or after.
+    pub created_since: Option<Timestamp>,
+    /// Only events with a larger `seq` (a cursor).
+    pub after_seq: Option<i64>,
+    /// Only events with a smaller `seq`.
+    pub before_seq: Option<i64>,
+    /// Newest first instead of oldest first.
+    pub newest_first: bool,
+    /// Most events (0 returns none).
+    pub limit: usize,
+}
+
+/// What `append_event` did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AppendOutcome {
+    /// The event is stored with this `seq`; readers see it after every
+    /// event with a smaller `seq` (in its workspace).
+    Appended(i64),
+    /// The event references an artifact the workspace does not hold (the
+    /// first such id, in the event's order); nothing was written.
+    UnknownArtifact(String),
 }

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::registry::{ToolError, ToolSpec};
 
+pub mod coordination;
 pub mod memory;
 pub mod mempalace;
 pub mod operations;
@@ -68,6 +69,7 @@ const MEMPALACE_ORDER: &[&str] = &[
 pub fn all() -> Vec<ToolSpec> {
     let mut family = mempalace::tools();
     family.extend(operations::tools());
+    family.extend(coordination::tools());
     let rank = |name: &str| {
         let short = name.strip_prefix("mempalace_").unwrap_or(name);
         MEMPALACE_ORDER.iter().position(|n| *n == short).unwrap_or(MEMPALACE_ORDER.len())

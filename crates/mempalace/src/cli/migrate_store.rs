@@ -52,6 +52,8 @@ fn kind(record: &PalaceRecord) -> &'static str {
         PalaceRecord::EpisodicSummary(_) => "episodic_summaries",
         PalaceRecord::Tunnel(_) => "tunnels",
         PalaceRecord::Centroid(_) => "centroids",
+        PalaceRecord::Artifact(_) => "artifacts",
+        PalaceRecord::Event(_) => "events",
     }
 }
 

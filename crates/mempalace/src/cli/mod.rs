@@ -9,6 +9,7 @@
 mod audit;
 mod bench;
 mod compress;
+mod coordination;
 mod daemon;
 mod drawer;
 mod embedder;
@@ -191,6 +192,15 @@ pub enum Command {
     Daemon(daemon::DaemonArgs),
     /// The Python MemPalace's `palace set-embedder`: explains where the embedder lives here.
     Palace(daemon::PalaceArgs),
+    /// Agent coordination events — delegate work, wait for replies (MemPalace's RFC 003).
+    #[command(subcommand)]
+    Logstream(coordination::LogstreamCommand),
+    /// Create or run complete agent tasks over the logstream.
+    #[command(subcommand)]
+    Task(coordination::TaskCommand),
+    /// Exact artifact exchange for agent handoffs (MemPalace's RFC 003).
+    #[command(subcommand)]
+    Artifact(coordination::ArtifactCommand),
 }
 
 /// Exit codes other than 0 (documented in docs/cli.md).
@@ -226,6 +236,21 @@ impl std::fmt::Display for UserError {
 
 impl std::error::Error for UserError {}
 
+/// A command that has already said what it had to say (on stdout, as its
+/// documented result) and ends with this exit status: `logstream wait`
+/// after a timeout (2), a launched agent's own status, a `--json` refusal
+/// printed as `{"error": …}`. `main` prints nothing more.
+#[derive(Debug)]
+pub struct Silent(pub u8);
+
+impl std::fmt::Display for Silent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit status {}", self.0)
+    }
+}
+
+impl std::error::Error for Silent {}
+
 /// A `doctor` run that ended unhealthy.
 #[derive(Debug)]
 pub struct Unhealthy;
@@ -255,6 +280,8 @@ fn engine_exit(error: &EngineError) -> Exit {
     match error {
         EngineError::Invalid(_) => Exit::Usage,
         EngineError::NotFound { .. } | EngineError::RoomNotFound { .. } => Exit::NotFound,
+        EngineError::Coordination(error) if error.is_not_found() => Exit::NotFound,
+        EngineError::Coordination(_) => Exit::Usage,
         EngineError::Unavailable(_) => Exit::Unavailable,
         EngineError::Conflict(_) => Exit::Usage,
         EngineError::Store(error) => store_exit(error),
@@ -281,6 +308,9 @@ pub fn exit_code(error: &anyhow::Error) -> Exit {
         }
         if let Some(error) = cause.downcast_ref::<StoreError>() {
             return store_exit(error);
+        }
+        if let Some(error) = cause.downcast_ref::<mempalace_core::coordination::CoordinationError>() {
+            return if error.is_not_found() { Exit::NotFound } else { Exit::Usage };
         }
         if cause.downcast_ref::<mempalace_core::ValidationError>().is_some() || cause.is::<UserError>() {
             return Exit::Usage;
@@ -466,6 +496,9 @@ pub fn run(cli: Cli, env: &BTreeMap<String, String>) -> Result<()> {
         Command::Update(command) => update::run(command),
         Command::Daemon(args) => daemon::daemon(args),
         Command::Palace(args) => daemon::palace(args),
+        Command::Logstream(command) => coordination::run_logstream(&settings, command),
+        Command::Task(command) => coordination::run_task(&settings, command),
+        Command::Artifact(command) => coordination::run_artifact(&settings, command),
     }
 }
 

@@ -11,6 +11,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use mempalace_core::centroid::Centroid;
+use mempalace_core::coordination::{Artifact, CoordinationError, Event, EventDraft};
 use mempalace_core::kg::{Entity, Triple};
 use mempalace_core::session::{EpisodicSummary, Session};
 use mempalace_core::time::{DayEdge, format_timestamp, parse_timestamp};
@@ -25,8 +26,9 @@ use serde_json::{Map, Value};
 
 /// Value of the header's `format` field.
 pub const FORMAT: &str = "mempalace-rs export";
-/// Current format version.
-pub const VERSION: u32 = 1;
+/// Current format version (2 added the coordination lines, `artifact`
+/// and `event`; a version-1 file is still read).
+pub const VERSION: u32 = 2;
 
 /// One line of an export.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,6 +52,10 @@ pub enum Line {
     Tunnel(TunnelLine),
     /// A centroid.
     Centroid(CentroidLine),
+    /// A coordination artifact.
+    Artifact(Box<ArtifactLine>),
+    /// A coordination event.
+    Event(Box<EventLine>),
 }
 
 /// The header line.
@@ -258,6 +264,46 @@ pub struct CentroidLine {
     pub source_hash: String,
 }
 
+/// A coordination artifact: its verbatim content and the SHA-256 an
+/// import checks it against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct ArtifactLine {
+    pub workspace_id: String,
+    pub id: String,
+    pub kind: String,
+    pub content: String,
+    pub sha256: String,
+    pub created_by: String,
+    pub created_at: String,
+    pub metadata: Map<String, Value>,
+}
+
+/// A coordination event. Its `seq` is not carried: an import appends
+/// events in file order (the export's order), so cursors by id still work.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct EventLine {
+    pub workspace_id: String,
+    pub id: String,
+    pub event_type: String,
+    pub stream: String,
+    pub room: String,
+    pub topic: Option<String>,
+    pub from_agent: String,
+    pub to_agent: Option<String>,
+    pub correlation_id: Option<String>,
+    pub branch: Option<String>,
+    pub base_commit: Option<String>,
+    pub status: Option<String>,
+    pub body: String,
+    pub metadata: Map<String, Value>,
+    pub artifact_ids: Vec<String>,
+    pub created_at: String,
+}
+
 fn ts(value: &Timestamp) -> String {
     format_timestamp(value)
 }
@@ -350,6 +396,37 @@ pub fn to_line(record: &PalaceRecord) -> Line {
             computed_at: ts(&centroid.computed_at),
             source_hash: centroid.source_hash.clone(),
         }),
+        PalaceRecord::Artifact(artifact) => Line::Artifact(Box::new(ArtifactLine {
+            workspace_id: artifact.workspace_id.to_string(),
+            id: artifact.id.clone(),
+            kind: artifact.kind.as_str().to_string(),
+            content: artifact.content.as_str().to_string(),
+            sha256: artifact.sha256(),
+            created_by: artifact.created_by.to_string(),
+            created_at: ts(&artifact.created_at),
+            metadata: artifact.metadata.as_map().clone(),
+        })),
+        PalaceRecord::Event(event) => {
+            let text = |value: &Option<mempalace_core::coordination::Routing>| value.as_ref().map(|v| v.to_string());
+            Line::Event(Box::new(EventLine {
+                workspace_id: event.workspace_id.to_string(),
+                id: event.id.clone(),
+                event_type: event.event_type.as_str().to_string(),
+                stream: event.stream.to_string(),
+                room: event.room.to_string(),
+                topic: text(&event.topic),
+                from_agent: event.from_agent.to_string(),
+                to_agent: text(&event.to_agent),
+                correlation_id: text(&event.correlation_id),
+                branch: text(&event.branch),
+                base_commit: text(&event.base_commit),
+                status: event.status.map(|status| status.as_str().to_string()),
+                body: event.body.as_str().to_string(),
+                metadata: event.metadata.as_map().clone(),
+                artifact_ids: event.artifact_ids.clone(),
+                created_at: ts(&event.created_at),
+            }))
+        }
     }
 }
 
@@ -414,6 +491,12 @@ pub struct LineError(pub String);
 impl std::fmt::Display for LineError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
+    }
+}
+
+impl From<CoordinationError> for LineError {
+    fn from(error: CoordinationError) -> Self {
+        Self(error.to_string())
     }
 }
 
@@ -540,6 +623,50 @@ pub fn from_line(line: &Line) -> Result<Option<PalaceRecord>, LineError> {
             computed_at: when(&line.computed_at, "computed_at")?,
             source_hash: line.source_hash.clone(),
         }),
+        Line::Artifact(line) => {
+            let artifact = Artifact::parse(
+                workspace(&line.workspace_id)?,
+                line.id.clone(),
+                when(&line.created_at, "created_at")?,
+                &line.kind,
+                line.content.clone(),
+                &line.created_by,
+                Some(Value::Object(line.metadata.clone())),
+            )
+            .map_err(|error| LineError(format!("artifact {}: {error}", line.id)))?;
+            if artifact.sha256() != line.sha256 {
+                return Err(LineError(format!(
+                    "artifact {}: sha256 does not match the content (edited by hand?); recompute it or drop the line",
+                    line.id
+                )));
+            }
+            PalaceRecord::Artifact(Box::new(artifact))
+        }
+        Line::Event(line) => {
+            let draft = EventDraft {
+                event_type: line.event_type.clone(),
+                stream: line.stream.clone(),
+                room: line.room.clone(),
+                topic: line.topic.clone(),
+                from_agent: line.from_agent.clone(),
+                to_agent: line.to_agent.clone(),
+                correlation_id: line.correlation_id.clone(),
+                branch: line.branch.clone(),
+                base_commit: line.base_commit.clone(),
+                status: line.status.clone(),
+                body: Some(line.body.clone()),
+                metadata: Some(Value::Object(line.metadata.clone())),
+                artifact_ids: Some(Value::Array(line.artifact_ids.iter().cloned().map(Value::String).collect())),
+            };
+            let event = Event::parse(
+                workspace(&line.workspace_id)?,
+                line.id.clone(),
+                when(&line.created_at, "created_at")?,
+                draft,
+            )
+            .map_err(|error| LineError(format!("event {}: {error}", line.id)))?;
+            PalaceRecord::Event(Box::new(event))
+        }
     };
     Ok(Some(record))
 }

@@ -8,6 +8,7 @@
 mod harness;
 
 mod cli;
+mod coordination;
 mod hook;
 mod mcp;
 mod migrate;

@@ -340,6 +340,17 @@ fn background_writes_have_back_pressure_and_survive_shutdown(store: Store) {
     assert_eq!(wings["support"].as_i64(), Some(accepted), "every accepted turn was filed before exit: {wings}");
 }
 
+/// MemPalace 3.11's coordination tools between two server processes on one
+/// palace: task_create → the worker's inbox (event_list to_agent) →
+/// event_ack → a requester waiting in event_wait (since_event_id) woken by
+/// the worker's patch_submit → artifact_get byte for byte; then every
+/// refusal in MemPalace's words and shapes, flagged isError.
+fn coordination_tools_round_trip(store: Store) {
+    let output = scenario(&sandbox(store), "coordination", &[]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.lines().filter(|l| l.starts_with("ok ")).count() >= 70, "{stdout}");
+}
+
 /// `mempalace mcp` prints the setup lines.
 #[test]
 fn mcp_alone_prints_setup_commands() {
@@ -359,4 +370,5 @@ on_both!(
     two_stdio_servers_share_one_palace,
     memory_tools_round_trip,
     robotmem_tools_round_trip,
+    coordination_tools_round_trip,
 );

@@ -126,6 +126,19 @@ fn migrate_store_round_trips_a_palace_through_postgres() {
         vec!["kg", "add", "Lab Arm", "uses", "PostgreSQL", "--valid-from", "2025-01-15"],
         vec!["kg", "add", "Lab Arm", "uses", "MongoDB", "--valid-from", "2024-01-01", "--valid-to", "2025-01-14"],
         vec!["graph", "tunnel", "create", "lab/gripper", "platform/conversations", "--label", "gripper talk"],
+        vec!["artifact", "put", "--kind", "log", "--created-by", "atlas", "--content", "calibrated at 12.5 N\n"],
+        vec![
+            "logstream",
+            "append",
+            "--type",
+            "status.update",
+            "--stream",
+            "lab",
+            "--room",
+            "status",
+            "--from-agent",
+            "atlas",
+        ],
     ] {
         let output = source.run(&args);
         assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));

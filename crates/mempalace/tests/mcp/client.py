@@ -30,8 +30,30 @@ MEMPALACE_TOOLS = ["mempalace_" + name for name in [
     "create_tunnel", "list_tunnels", "delete_tunnel", "list_hallways", "delete_hallway", "follow_tunnels", "search",
     "check_duplicate", "add_drawer", "checkpoint", "delete_drawer", "delete_drawers", "mine", "delete_by_source",
     "sync", "get_drawer", "get_drawers", "list_drawers", "update_drawer", "diary_write", "diary_read",
-    "hook_settings", "memories_filed_away", "reconnect", "wake_up",
+    "hook_settings", "memories_filed_away", "reconnect", "event_append", "task_create", "event_list", "event_wait",
+    "event_ack", "artifact_put", "artifact_get", "patch_submit", "wake_up",
 ]]
+# Parameters and required ones of the coordination tools, as MemPalace 3.11's tools/list has them.
+COORDINATION_SCHEMAS = {
+    "mempalace_event_append": ({"type", "stream", "room", "topic", "from_agent", "to_agent", "correlation_id", "branch",
+                                "base_commit", "status", "body", "metadata", "artifact_ids"},
+                               {"type", "stream", "room", "from_agent"}),
+    "mempalace_event_list": ({"stream", "room", "topic", "type", "to_agent", "from_agent", "writer", "correlation_id",
+                              "status", "since_event_id", "before_event_id", "since_created_at", "limit", "order",
+                              "preview"}, set()),
+    "mempalace_event_wait": ({"stream", "room", "topic", "type", "to_agent", "from_agent", "writer", "correlation_id",
+                              "status", "since_event_id", "since_created_at", "timeout_ms", "limit"}, set()),
+    "mempalace_event_ack": ({"event_id", "from_agent", "status", "body", "topic"}, {"event_id", "from_agent"}),
+    "mempalace_task_create": ({"project", "from_agent", "to_agent", "goal", "branch", "base_commit", "done"},
+                              {"project", "from_agent", "to_agent", "goal", "branch", "base_commit", "done"}),
+    "mempalace_artifact_put": ({"kind", "content", "created_by", "metadata"}, {"kind", "content", "created_by"}),
+    "mempalace_artifact_get": ({"artifact_id"}, {"artifact_id"}),
+    "mempalace_patch_submit": ({"content", "from_agent", "stream", "room", "topic", "to_agent", "correlation_id",
+                                "branch", "base_commit", "body", "metadata"}, {"content", "from_agent", "stream"}),
+}
+EVENT_KEYS = {"id", "seq", "origin_replica", "origin_seq", "hlc", "type", "stream", "room", "topic", "from_agent",
+              "to_agent", "correlation_id", "branch", "base_commit", "status", "artifact_ids", "body", "created_at",
+              "metadata"}
 MEMORY_TOOLS = [
     "memory_status", "memory_list_wings", "memory_list_rooms", "memory_get_taxonomy", "memory_search",
     "memory_check_duplicate", "memory_traverse", "memory_find_tunnels", "memory_graph_stats", "memory_add_drawer",
@@ -381,11 +403,7 @@ async def operations(session, home):
 
 # Where our tools differ from the Python MemPalace 3.11's schemas on
 # purpose (docs/mcp.md, "Differences"). Anything else fails the diff.
-PENDING_TOOLS = {
-    # The coordination family is being built on its own branch.
-    "mempalace_event_append", "mempalace_event_list", "mempalace_event_wait", "mempalace_event_ack",
-    "mempalace_task_create", "mempalace_artifact_put", "mempalace_artifact_get", "mempalace_patch_submit",
-}
+PENDING_TOOLS = set()  # Every MemPalace 3.11 tool is offered.
 EXTRA_PROPERTIES = {
     # Our kg_add records where a fact came from, as MemPalace's add does internally.
 }
@@ -579,6 +597,181 @@ async def robotmem_family(session):
     check("not found" in unknown["error"], "ending an unknown session is reported", unknown)
 
 
+async def coordination(args):
+    """MemPalace 3.11's coordination tools between two agents, each with its own server process on one palace:
+    a task is created, found in the worker's inbox, acknowledged, answered with a patch while the requester waits
+    for it, and the patch is fetched byte for byte; then every refusal, in MemPalace's words and shapes."""
+    import hashlib
+    async with stdio_session(args) as requester, stdio_session(args) as worker:
+        tools = {tool.name: tool for tool in (await requester.list_tools()).tools}
+        for name, (properties, required) in COORDINATION_SCHEMAS.items():
+            schema = tools[name].input_schema
+            check(set(schema["properties"]) == properties, f"{name} takes MemPalace's parameters", schema)
+            check(set(schema.get("required", [])) == required, f"{name} requires what MemPalace requires", schema)
+        check(tools["mempalace_event_append"].input_schema["properties"]["metadata"]["type"] in ("object", ["object", "null"]),
+              "metadata is an object", tools["mempalace_event_append"].input_schema)
+
+        created = await call(requester, "mempalace_task_create", {
+            "project": "Demo Project!", "from_agent": "mac-codex", "to_agent": "win-codex",
+            "goal": "Fix search echo ranking", "branch": "fix/search", "base_commit": "ABCDEF1234",
+            "done": "cargo test passes"})
+        task = created["task"]
+        corr = task["correlation_id"]
+        check(created["success"] and set(task) == EVENT_KEYS, "task_create returns the event", created)
+        check(task["type"] == "task.request" and task["stream"] == "project/demo_project" and task["room"] == "delegation"
+              and task["status"] == "open" and task["base_commit"] == "abcdef1234", "the task envelope", task)
+        check(corr.startswith("task_fix_search_echo_ranking_") and task["id"].startswith("evt_"), "task ids", task)
+        check(created["handoff"] == f"Open MemPalace task {corr} as win-codex. Claim it, follow its exact definition of "
+              "done, and deliver through the logstream.", "the handoff line", created)
+        check(task["body"].startswith("Goal:\nFix search echo ranking\n\nDefinition of done:\ncargo test passes\n"),
+              "the task body", task)
+
+        await call(requester, "mempalace_event_append", {"type": "status.update", "stream": "project/demo_project",
+                                                         "room": "status", "from_agent": "mac-codex", "to_agent": "*",
+                                                         "body": "x" * 300})
+        inbox = await call(worker, "mempalace_event_list", {"to_agent": "win-codex", "from_agent": "win-codex"})
+        check(inbox["count"] == 2 and inbox["events"][1]["id"] == task["id"], "the inbox, newest first, with broadcasts", inbox)
+        check("writer=<agent>" in inbox["note"], "from_agent is not a filter, and the result says so", inbox)
+        preview = await call(worker, "mempalace_event_list", {"to_agent": "win-codex", "preview": True, "limit": 1})
+        event = preview["events"][0]
+        check(len(event["body"]) == 200 and event["body_truncated"] is True and event["body_length"] == 300,
+              "preview cuts long bodies", event)
+        check("note" not in preview, "no note without from_agent", preview)
+
+        ack = await call(worker, "mempalace_event_ack", {"event_id": task["id"], "from_agent": "win-codex",
+                                                         "status": "claimed", "body": "on it"})
+        check(ack["success"] and ack["event"]["type"] == "event.ack" and ack["event"]["to_agent"] == "mac-codex"
+              and ack["event"]["correlation_id"] == corr and ack["event"]["metadata"] == {"ack_of": task["id"]},
+              "event_ack routes back to the requester", ack)
+        claimed = await call(requester, "mempalace_event_wait", {"correlation_id": corr, "since_event_id": task["id"],
+                                                                 "timeout_ms": 5000})
+        check(not claimed["timed_out"] and [e["id"] for e in claimed["events"]] == [ack["event"]["id"]],
+              "the requester sees the claim", claimed)
+
+        # The requester waits for the patch; the worker submits it a moment later, from its own process.
+        patch = "--- a/search.rs\n+++ b/search.rs\n@@ -1 +1 @@\n-old\n+new\n"
+
+        async def submit_later():
+            await asyncio.sleep(1.0)
+            return await call(worker, "mempalace_patch_submit", {
+                "content": patch, "from_agent": "win-codex", "stream": "project/demo_project", "to_agent": "mac-codex",
+                "correlation_id": corr, "branch": "fix/search", "base_commit": "abcdef1234",
+                "metadata": {"tests": "green"}})
+
+        started = time.monotonic()
+        waited, submitted = await asyncio.gather(
+            call(requester, "mempalace_event_wait", {"correlation_id": corr, "type": "patch.ready",
+                                                     "since_event_id": ack["event"]["id"], "timeout_ms": 30000,
+                                                     "from_agent": "mac-codex"}),
+            submit_later())
+        elapsed = time.monotonic() - started
+        check(submitted["success"] and submitted["event"]["room"] == "patches" and submitted["event"]["status"] == "ready"
+              and submitted["event"]["artifact_ids"] == [submitted["artifact"]["id"]], "patch_submit", submitted)
+        check("content" not in submitted["artifact"] and "warnings" not in submitted["artifact"], "the artifact record", submitted)
+        check(not waited["timed_out"] and [e["id"] for e in waited["events"]] == [submitted["event"]["id"]],
+              "the waiting requester wakes with the patch", waited)
+        check(0.8 < elapsed < 15, "it woke when the patch arrived, not at its timeout", elapsed)
+        check("writer=<agent>" in waited["note"], "event_wait notes from_agent too", waited)
+
+        fetched = await call(requester, "mempalace_artifact_get", {"artifact_id": submitted["artifact"]["id"]})
+        artifact = fetched["artifact"]
+        check(set(fetched) == {"artifact"} and artifact["content"] == patch and artifact["kind"] == "patch"
+              and artifact["sha256"] == hashlib.sha256(patch.encode()).hexdigest()
+              and artifact["size_bytes"] == len(patch.encode()) and artifact["metadata"] == {"tests": "green"},
+              "artifact_get returns the exact bytes", fetched)
+        thread = await call(requester, "mempalace_event_list", {"correlation_id": corr})
+        check([e["type"] for e in thread["events"]] == ["patch.ready", "event.ack", "task.request"],
+              "the whole conversation by correlation id, newest first", thread)
+        forward = await call(requester, "mempalace_event_list", {"correlation_id": corr, "since_event_id": task["id"]})
+        check([e["type"] for e in forward["events"]] == ["event.ack", "patch.ready"], "resuming from a cursor is oldest first", forward)
+        put = await call(worker, "mempalace_artifact_put", {"kind": "patch", "content": "--- a\r\n+++ b",
+                                                            "created_by": "win-codex"})
+        check(len(put["artifact"]["warnings"]) == 2 and put["artifact"]["size_bytes"] == 12, "patch warnings", put)
+        timed_out = await call(requester, "mempalace_event_wait", {"correlation_id": "nothing", "timeout_ms": 300})
+        check(timed_out == {"timed_out": True, "events": [], "count": 0}, "a wait that times out is a normal result", timed_out)
+        await coordination_refusals(requester)
+
+
+async def coordination_refusals(session):
+    """Every rule, in MemPalace's words: writers answer {"success": false, "error"}, list/wait/artifact_get {"error"}."""
+    append = {"type": "task.request", "stream": "project/x", "room": "delegation", "from_agent": "a"}
+    writer_cases = [
+        ("mempalace_event_append", {"type": "Task.Request"},
+         "type='Task.Request' is not a valid event type (lowercase letters, digits, '.', '_', '-'; max 64 chars)"),
+        ("mempalace_event_append", {"type": "  "}, "type must be a non-empty string"),
+        ("mempalace_event_append", {"stream": ""}, "stream must be a non-empty string"),
+        ("mempalace_event_append", {"room": " "}, "room must be a non-empty string"),
+        ("mempalace_event_append", {"topic": " "}, "topic must be a non-empty string"),
+        ("mempalace_event_append", {"from_agent": "x" * 257}, "from_agent exceeds maximum length of 256 characters"),
+        ("mempalace_event_append", {"to_agent": "a\u0001b"}, "to_agent contains control characters"),
+        ("mempalace_event_append", {"correlation_id": "a\nb"}, "correlation_id contains control characters"),
+        ("mempalace_event_append", {"branch": "x" * 300}, "branch exceeds maximum length of 256 characters"),
+        ("mempalace_event_append", {"base_commit": "\u007f"}, "base_commit contains control characters"),
+        ("mempalace_event_append", {"status": "done"},
+         "status='done' is not one of: applied, blocked, claimed, failed, open, ready, superseded"),
+        ("mempalace_event_append", {"body": "a\u0000b"}, "body contains null bytes"),
+        ("mempalace_event_append", {"body": "x" * (256 * 1024 + 1)}, "body is 262145 bytes; maximum is 262144 bytes"),
+        ("mempalace_event_append", {"metadata": {"k": "x" * 65530}}, "metadata exceeds maximum size of 65536 bytes"),
+        ("mempalace_event_append", {"artifact_ids": ["art_1", ""]}, "artifact_ids must be a list of artifact id strings"),
+        ("mempalace_event_append", {"artifact_ids": ["art_missing"]}, "artifact_ids references unknown artifact 'art_missing'"),
+        ("mempalace_event_ack", {"event_id": "evt_nope", "from_agent": "b"}, "event 'evt_nope' not found"),
+        ("mempalace_event_ack", {"event_id": " ", "from_agent": "b"}, "event_id must be a non-empty string"),
+        ("mempalace_artifact_put", {"kind": "binary", "content": "x", "created_by": "a"},
+         "kind='binary' is not one of: file, json, log, note, patch"),
+        ("mempalace_artifact_put", {"kind": "note", "content": "", "created_by": "a"}, "content must be a non-empty string"),
+        ("mempalace_artifact_put", {"kind": "note", "content": "a\u0000", "created_by": "a"}, "content contains null bytes"),
+        ("mempalace_artifact_put", {"kind": "log", "content": "x" * (4 * 1024 * 1024 + 1), "created_by": "a"},
+         "content is 4194305 bytes; maximum is 4194304 bytes"),
+        ("mempalace_artifact_put", {"kind": "note", "content": "x", "created_by": ""}, "created_by must be a non-empty string"),
+        ("mempalace_patch_submit", {"content": "x\n", "from_agent": "", "stream": "s"}, "created_by must be a non-empty string"),
+        ("mempalace_patch_submit", {"content": "x\n", "from_agent": "a", "stream": "s", "room": ""},
+         "room must be a non-empty string"),
+    ]
+    task = {"project": "p", "from_agent": "a", "to_agent": "b", "goal": "g", "branch": "main", "base_commit": "abcdef1",
+            "done": "d"}
+    for field, what in (("project", "project"), ("from_agent", "requesting agent"), ("to_agent", "destination agent"),
+                        ("branch", "branch"), ("base_commit", "base commit"), ("goal", "goal"), ("done", "definition of done")):
+        writer_cases.append(("mempalace_task_create", {**task, field: "  "}, f"task {what} must not be empty"))
+    for bad in ("main", "abc123", "v1.2.3-tag"):
+        writer_cases.append(("mempalace_task_create", {**task, "base_commit": bad},
+                             "task base commit must be a hexadecimal Git object id (at least 7 characters), not a branch or tag"))
+    for name, arguments, expected in writer_cases:
+        full = {**append, **arguments} if name == "mempalace_event_append" else arguments
+        refused = await call_error(session, name, full)
+        check(refused == {"success": False, "error": expected}, f"{name} refuses: {expected[:60]}", refused)
+
+    reader_cases = [
+        ("mempalace_event_list", {"limit": 0}, "limit must be a positive integer"),
+        ("mempalace_event_list", {"order": "sideways"}, "order='sideways' must be 'asc' or 'desc'"),
+        ("mempalace_event_list", {"since_event_id": "evt_nope"}, "since_event_id 'evt_nope' not found"),
+        ("mempalace_event_list", {"before_event_id": "evt_nope"}, "before_event_id 'evt_nope' not found"),
+        ("mempalace_event_list", {"since_created_at": "2026-11-26T17:50:17"},
+         "since_created_at='2026-11-26T17:50:17' is not a valid ISO-8601 date or UTC datetime (expected YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ)"),
+        ("mempalace_event_list", {"type": "Bad Type"},
+         "type='Bad Type' is not a valid event type (lowercase letters, digits, '.', '_', '-'; max 64 chars)"),
+        ("mempalace_event_list", {"status": "closed"},
+         "status='closed' is not one of: applied, blocked, claimed, failed, open, ready, superseded"),
+        ("mempalace_event_list", {"writer": "a\u0002"}, "from_agent contains control characters"),
+        ("mempalace_event_wait", {"timeout_ms": -1}, "timeout_ms must be a non-negative number"),
+        ("mempalace_event_wait", {"since_event_id": "evt_nope", "timeout_ms": 100}, "since_event_id 'evt_nope' not found"),
+        ("mempalace_event_wait", {"limit": 0, "timeout_ms": 100}, "limit must be a positive integer"),
+        ("mempalace_artifact_get", {"artifact_id": "art_nope"}, "artifact 'art_nope' not found"),
+        ("mempalace_artifact_get", {"artifact_id": ""}, "artifact_id must be a non-empty string"),
+    ]
+    for name, arguments, expected in reader_cases:
+        refused = await call_error(session, name, arguments)
+        check(refused == {"error": expected}, f"{name} refuses: {expected[:60]}", refused)
+
+    code, message = await rpc_error(session, "mempalace_event_append", {**append, "priority": "high"})
+    check(code == -32602 and "'priority'" in message, "an unknown parameter is a JSON-RPC error", message)
+    code, message = await rpc_error(session, "mempalace_event_append", {"type": "x", "stream": "s", "room": "r"})
+    check(code == -32602 and "'from_agent'" in message, "a missing parameter is a JSON-RPC error", message)
+    code, message = await rpc_error(session, "mempalace_event_list", {"limit": "many"})
+    check(code == -32602 and "limit" in message, "a mistyped parameter is a JSON-RPC error", message)
+    listed = await call(session, "mempalace_event_list", {"type": "", "limit": 10_000})
+    check(listed["count"] >= 4, "type='' is no filter and a large limit is clamped", listed)
+
+
 INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}).encode()
 
@@ -674,6 +867,8 @@ async def main():
     elif args.scenario == "memory":
         async with stdio_session(args, "memory") as session:
             await memory_family(session)
+    elif args.scenario == "coordination":
+        await coordination(args)
     elif args.scenario == "robotmem":
         async with stdio_session(args, "robotmem") as session:
             await robotmem_family(session)
