@@ -56,6 +56,21 @@ else
 fi
 echo "test layers: $layers"
 
+# System tools some tests drive: Node (the opencode plugin is loaded as
+# opencode loads it) and systemd-analyze (the schedule's systemd units are
+# verified). Installed from Debian when missing and running as root.
+need=()
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
+if ((${#need[@]})); then
+    if [[ "$(id -u)" -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+    else
+        echo "the tests need ${need[*]}: install them (apt-get install ${need[*]}) or run this script as root" >&2
+        exit 1
+    fi
+fi
+
 # The official Python MCP SDK, the client of the MCP tests, in a virtualenv
 # under target/ (created once; pinned so a new SDK release cannot change a
 # test run).

@@ -16,8 +16,8 @@
 //! * A zip archive's entries are sources of their own (`ARCHIVE.zip#ENTRY`):
 //!   an entry whose size and CRC-32 are unchanged since the last run is not
 //!   even decompressed, a changed one replaces its drawers, and the drawers
-//!   of entries gone from the archive are removed. A Slack export inside an
-//!   archive is mined per channel as from a folder.
+//!   of entries gone from the archive are removed. Slack exports inside an
+//!   archive are mined per channel as from a folder.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{BufReader, Read};
@@ -200,16 +200,19 @@ fn folder_of(name: &str) -> &str {
     name.rfind('/').map_or("", |at| &name[..=at])
 }
 
-/// The folder of a Slack export inside an archive: one holding
-/// `channels.json`, or `users.json` beside channel folders of day files.
-fn slack_prefix(names: &BTreeSet<String>) -> Option<String> {
+/// The folders of Slack exports inside an archive: each holds
+/// `channels.json`, or `users.json` beside channel folders of day files;
+/// a folder inside another export's is that export's.
+fn slack_prefixes(names: &BTreeSet<String>) -> Vec<String> {
     let mut candidates: Vec<&str> = names
         .iter()
-        .filter(|n| n.ends_with("channels.json") || n.ends_with("users.json"))
+        .filter(|n| {
+            let file = n.rsplit('/').next().unwrap_or(n);
+            file == "channels.json" || file == "users.json"
+        })
         .map(|n| folder_of(n))
         .filter(|folder| {
-            let name_of = |file: &str| format!("{folder}{file}");
-            names.contains(&name_of("channels.json"))
+            names.contains(&format!("{folder}channels.json"))
                 || names.iter().any(|n| {
                     n.strip_prefix(*folder)
                         .and_then(|rest| rest.split_once('/'))
@@ -218,7 +221,14 @@ fn slack_prefix(names: &BTreeSet<String>) -> Option<String> {
         })
         .collect();
     candidates.sort_by_key(|folder| folder.len());
-    candidates.first().map(|f| (*f).to_string())
+    candidates.dedup();
+    let mut prefixes: Vec<String> = Vec::new();
+    for folder in candidates {
+        if !prefixes.iter().any(|outer| folder.starts_with(outer.as_str())) {
+            prefixes.push(folder.to_string());
+        }
+    }
+    prefixes
 }
 
 /// Mines a zip archive: each entry a source, a Slack export inside it per
@@ -254,8 +264,8 @@ pub(crate) fn mine_zip(
     }
     let mut seen: BTreeSet<String> = BTreeSet::new();
 
-    let slack = slack_prefix(&names);
-    if let Some(prefix) = &slack {
+    let slack = slack_prefixes(&names);
+    for prefix in &slack {
         let mut channels: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
         for name in names.iter().filter(|n| n.starts_with(prefix.as_str()) && !is_artefact(n)) {
             let Some((channel, day)) = name[prefix.len()..].split_once('/') else { continue };
@@ -305,7 +315,7 @@ pub(crate) fn mine_zip(
     }
 
     for name in &names {
-        if is_artefact(name) || slack.as_deref().is_some_and(|prefix| name.starts_with(prefix)) {
+        if is_artefact(name) || slack.iter().any(|prefix| name.starts_with(prefix.as_str())) {
             continue;
         }
         let entry_shown = format!("{shown}#{name}");
@@ -411,15 +421,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slack_exports_are_found_at_the_root_or_in_one_folder() {
+    fn slack_exports_are_found_at_the_root_or_in_folders() {
         let set = |names: &[&str]| names.iter().map(|n| (*n).to_string()).collect::<BTreeSet<String>>();
+        assert_eq!(slack_prefixes(&set(&["channels.json", "users.json", "general/2024-01-31.json"])), vec![""]);
+        assert_eq!(slack_prefixes(&set(&["acme/users.json", "acme/general/2024-01-31.json"])), vec!["acme/"]);
         assert_eq!(
-            slack_prefix(&set(&["channels.json", "users.json", "general/2024-01-31.json"])),
-            Some(String::new())
+            slack_prefixes(&set(&[
+                "a/channels.json",
+                "a/general/2024-01-31.json",
+                "a/general/users.json",
+                "b/x/channels.json"
+            ])),
+            vec!["a/", "b/x/"],
+            "two exports; a users.json inside an export's channel is not another"
         );
-        assert_eq!(slack_prefix(&set(&["acme/users.json", "acme/general/2024-01-31.json"])), Some("acme/".to_string()));
         // A Claude.ai bundle has a users.json but no channel folders.
-        assert_eq!(slack_prefix(&set(&["users.json", "conversations.json", "projects.json"])), None);
+        assert!(slack_prefixes(&set(&["users.json", "conversations.json", "projects.json"])).is_empty());
     }
 
     #[test]

@@ -565,3 +565,41 @@ fn opencode_sessions_are_read_while_opencode_writes() {
         .sum::<usize>();
     assert_eq!(stored, 81, "a header and 80 exchanges, each once: {filing:?}");
 }
+
+/// The team's real export samples (`fixtures/formats/` of the shared
+/// data) as downloads: each format's folder zipped and mined files exactly
+/// what the folder files, and mining the archive again files nothing.
+mod real_data {
+    use super::*;
+
+    #[test]
+    fn real_exports_mine_the_same_from_a_zip_as_from_their_folder() {
+        for format in ["claude-ai", "chatgpt", "slack"] {
+            let folder = mempalace_testdata::shared("fixtures/formats").join(format);
+            let dir = tempfile::tempdir().unwrap();
+            for side in ["a", "b"] {
+                std::fs::create_dir_all(dir.path().join(side)).unwrap();
+            }
+            let unpacked = palace(&dir.path().join("a"));
+            let from_folder = mine_convos(&unpacked, &folder);
+            let archive = dir.path().join(format!("{format}-export.zip"));
+            zip_folder(&folder, &archive, &[]);
+            let zipped = palace(&dir.path().join("b"));
+            let from_zip = mine_convos(&zipped, &archive);
+            assert!(from_folder.drawers_added > 0, "{format}: {from_folder:?}");
+            assert_eq!(
+                (from_zip.drawers_added, from_zip.read, from_zip.failed.len()),
+                (from_folder.drawers_added, from_folder.read, from_folder.failed.len()),
+                "{format}: the zip files what the folder files\nfolder {from_folder:?}\nzip {from_zip:?}"
+            );
+            let texts = |p: &Palace| {
+                let mut t: Vec<String> = drawers(p).into_iter().map(|(_, _, text)| text).collect();
+                t.sort();
+                t
+            };
+            assert_eq!(texts(&zipped), texts(&unpacked), "{format}: the same drawers");
+            let again = mine_convos(&zipped, &archive);
+            assert_eq!(again.drawers_added, 0, "{format}: {again:?}");
+        }
+    }
+}
