@@ -75,6 +75,7 @@ pub mod kg;
 pub mod layers;
 pub mod learn;
 pub mod lexical;
+pub mod llm;
 pub mod megafile;
 pub mod name;
 pub mod origin;

@@ -18,6 +18,7 @@ use mempalace_store::{
 };
 
 use mempalace_core::embedder::Embedder;
+use mempalace_core::llm::Llm;
 
 use crate::error::{EngineError, EngineResult};
 use crate::graph::GraphCache;
@@ -98,6 +99,7 @@ pub struct Palace {
     kg_limits: (u64, u64),
     graph_cache: Arc<GraphCache>,
     hallway_cache: Arc<crate::hallways::HallwayCache>,
+    llm: Option<Arc<dyn Llm>>,
 }
 
 impl std::fmt::Debug for EmbedderCell {
@@ -218,6 +220,7 @@ impl Palace {
             kg_limits: (crate::kg::DEFAULT_MAX_ENTITIES, crate::kg::DEFAULT_MAX_TRIPLES),
             graph_cache: Arc::default(),
             hallway_cache: Arc::default(),
+            llm: None,
         }
     }
 
@@ -238,6 +241,7 @@ impl Palace {
             kg_limits: self.kg_limits,
             graph_cache: Arc::default(),
             hallway_cache: Arc::default(),
+            llm: self.llm.clone(),
         }
     }
 
@@ -337,6 +341,19 @@ impl Palace {
     /// The configured embedder, if any; waits for a deferred one to load.
     pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
         self.embedder.as_ref().and_then(|cell| cell.get())
+    }
+
+    /// Asks `llm` where a job can use a language model (the cold path's
+    /// classification, conflicts and enrichment; memory extraction). Without
+    /// one, every job runs its deterministic path.
+    pub fn with_llm(mut self, llm: Arc<dyn Llm>) -> Self {
+        self.llm = Some(llm);
+        self
+    }
+
+    /// The language model, when one is configured.
+    pub fn llm(&self) -> Option<&Arc<dyn Llm>> {
+        self.llm.as_ref()
     }
 
     /// Uses another clock (tests, replays).
