@@ -199,6 +199,37 @@ pub fn pick_tier(confidence: f64, gates: TierGates, centroid_similarity: Option<
     (DrawerState::Raw, PipelineTier::Llm)
 }
 
+/// The halls a drawer can be filed in by kind of content, as the Python
+/// MemPalace routes them (`miner.detect_hall`); `general` when no keyword
+/// matches. The cold path's model picks from the same list.
+pub const HALLS: [&str; 8] =
+    ["emotions", "consciousness", "memory", "technical", "identity", "family", "creative", "general"];
+
+/// MemPalace 3.11's default hall keywords (`DEFAULT_HALL_KEYWORDS`), in its order.
+const HALL_KEYWORDS: [(&str, &[&str]); 7] = [
+    ("emotions", &["scared", "afraid", "worried", "happy", "sad", "love", "hate", "feel", "cry", "tears"]),
+    ("consciousness", &["consciousness", "conscious", "aware", "real", "genuine", "soul", "exist", "alive"]),
+    ("memory", &["memory", "remember", "forget", "recall", "archive", "palace", "store"]),
+    ("technical", &["code", "python", "script", "bug", "error", "function", "api", "database", "server"]),
+    ("identity", &["identity", "name", "who am i", "persona", "self"]),
+    ("family", &["family", "kids", "children", "daughter", "son", "parent", "mother", "father"]),
+    ("creative", &["game", "gameplay", "player", "app", "design", "art", "music", "story"]),
+];
+
+/// The hall for `text` by keyword count over its first 3,000 characters
+/// (substring matches, as MemPalace counts them; ties go to the earlier hall).
+pub fn detect_hall(text: &str) -> &'static str {
+    let head: String = text.chars().take(3_000).collect::<String>().to_lowercase();
+    let mut best = ("general", 0);
+    for (hall, keywords) in HALL_KEYWORDS {
+        let score = keywords.iter().filter(|keyword| head.contains(*keyword)).count();
+        if score > best.1 {
+            best = (hall, score);
+        }
+    }
+    best.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,5 +300,15 @@ mod tests {
         // Phase 2 alone off: low = high collapses the band.
         let no_band = TierGates { high: 0.8, low: 0.8 };
         assert_eq!(pick_tier(0.7, no_band, Some(0.99)), (DrawerState::Raw, PipelineTier::Llm));
+    }
+
+    #[test]
+    fn halls_are_routed_by_keyword_count_as_mempalace_does() {
+        assert_eq!(detect_hall("The server returned an error from the database API"), "technical");
+        // family 2, creative 2: the earlier hall wins, as with Python's max() over its dict.
+        assert_eq!(detect_hall("My daughter and my son love the story game"), "family");
+        assert_eq!(detect_hall("I feel worried"), "emotions");
+        assert_eq!(detect_hall("Lunch at noon."), "general");
+        assert!(HALLS.contains(&detect_hall("whatever")));
     }
 }

@@ -1,0 +1,589 @@
+//! Extracted memories (seed 4, Platypus): what a conversation teaches about
+//! its user, as decisions against the memories the palace already holds —
+//! ADD a new memory, UPDATE one whose information changed, DELETE one the
+//! user retracted, or nothing.
+//!
+//! Each memory has an entity type, a short entity name, an observation (one
+//! sentence) and a scope: **user** (personal; filed owned by the user) or
+//! **workspace** (shared by everyone in the workspace). The model path asks
+//! a language model ([`crate::prompts::extract_request`]); this module's
+//! [`extract_by_rules`] makes the same decisions without one,
+//! conservatively: only first-person statements of the user (or an
+//! assistant's restatement the user confirmed), never questions,
+//! hypotheticals or passing moods, and an existing memory is updated only
+//! when the new statement fills the same slot (home city, editor, employer,
+//! deadline…) with something else.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use crate::dedup;
+use crate::layers::is_stopword;
+
+vocabulary! {
+    /// What a memory is about (seed 4's entity types).
+    EntityType, "memory entity type" {
+        /// A liking or a way the user wants things done.
+        Preference => "preference",
+        /// A fact about the user or the project.
+        Fact => "fact",
+        /// Something the user or the team is working towards.
+        Goal => "goal",
+        /// A rule that must hold (allergy, budget, platform, policy).
+        Constraint => "constraint",
+        /// How answers should be written.
+        Style => "style",
+        /// Someone in the user's life or team.
+        Person => "person",
+    }
+}
+
+vocabulary! {
+    /// Who a memory belongs to.
+    MemoryScope, "memory scope" {
+        /// The user's own, in every workspace, seen only by them.
+        User => "user",
+        /// Shared by the workspace (this project, this team).
+        Workspace => "workspace",
+    }
+}
+
+/// Who speaks a turn of a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Speaker {
+    /// The person the memories are about.
+    User,
+    /// The agent (or anyone else).
+    Assistant,
+}
+
+impl Speaker {
+    /// How a speaker is named in a prompt.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Speaker::User => "user",
+            Speaker::Assistant => "assistant",
+        }
+    }
+}
+
+/// One turn of a conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    /// Who spoke.
+    pub speaker: Speaker,
+    /// What was said.
+    pub text: String,
+}
+
+/// A memory the palace holds, as extraction sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExistingMemory {
+    /// Its drawer id.
+    pub id: String,
+    /// Type.
+    pub entity_type: EntityType,
+    /// Short label.
+    pub entity_name: String,
+    /// The sentence.
+    pub observation: String,
+    /// Scope.
+    pub scope: MemoryScope,
+}
+
+/// A memory to add.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewMemory {
+    /// Type.
+    pub entity_type: EntityType,
+    /// Short label (`editor`, `home city`, `sister`).
+    pub entity_name: String,
+    /// One sentence.
+    pub observation: String,
+    /// Scope.
+    pub scope: MemoryScope,
+}
+
+/// One extraction decision (NONE is the absence of decisions).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// A new memory.
+    Add(NewMemory),
+    /// An existing memory whose information changed.
+    Update {
+        /// The existing memory's id.
+        id: String,
+        /// The corrected observation.
+        observation: String,
+    },
+    /// An existing memory the user retracted.
+    Delete {
+        /// The existing memory's id.
+        id: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Decision {
+    /// `add`, `update` or `delete`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Decision::Add(_) => "add",
+            Decision::Update { .. } => "update",
+            Decision::Delete { .. } => "delete",
+        }
+    }
+}
+
+/// Reads the turns of a conversation drawer (`user: …` / `assistant: …`
+/// lines as the miners file them; a `>` line is the user's, as in
+/// MemPalace's exchange files). Lines without a speaker continue the turn
+/// before; `user_names` lists other speaker names that mean the user.
+pub fn turns_from_text(text: &str, user_names: &[&str]) -> Vec<Turn> {
+    let mut turns: Vec<Turn> = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        let started = if let Some(rest) = trimmed.strip_prefix('>') {
+            Some((Speaker::User, rest.trim()))
+        } else {
+            trimmed.split_once(':').and_then(|(who, rest)| {
+                let who = who.trim();
+                if who.is_empty() || who.len() > 40 || who.split_whitespace().count() > 3 {
+                    return None;
+                }
+                let lowered = who.to_lowercase();
+                let speaker = if ["user", "human", "me"].contains(&lowered.as_str())
+                    || user_names.iter().any(|name| name.eq_ignore_ascii_case(who))
+                {
+                    Speaker::User
+                } else if ["assistant", "ai", "agent", "claude", "chatgpt", "gpt", "gemini", "bot", "model", "codex"]
+                    .contains(&lowered.as_str())
+                {
+                    Speaker::Assistant
+                } else {
+                    return None;
+                };
+                Some((speaker, rest.trim()))
+            })
+        };
+        match (started, turns.last_mut()) {
+            (Some((speaker, rest)), _) => turns.push(Turn { speaker, text: rest.to_string() }),
+            (None, Some(last)) => {
+                last.text.push('\n');
+                last.text.push_str(trimmed);
+            }
+            (None, None) => {}
+        }
+    }
+    turns.retain(|turn| !turn.text.trim().is_empty());
+    turns
+}
+
+/// Slots a statement can fill: a new statement in the slot of an existing
+/// memory updates it. Each slot lists cues (lowercase, matched as words or
+/// phrases).
+const SLOTS: &[(&str, &[&str])] = &[
+    ("name", &["my name", "call me", "i'm called", "i go by"]),
+    ("home city", &["live in", "lives in", "lived in", "living in", "based in", "moved to", "relocated", "relocating", "moving to", "hometown", "home town"]),
+    ("employer", &["work at", "work for", "working at", "working for", "joined", "employer", "my company", "job at"]),
+    ("role", &["work as", "my role", "my job", "my title", "position", "i'm a senior", "promoted"]),
+    ("diet", &["vegetarian", "vegan", "pescatarian", "eat meat", "eat fish", "diet", "keto"]),
+    ("allergy", &["allergic", "allergy", "intolerant", "intolerance"]),
+    ("editor", &["vim", "neovim", "emacs", "vs code", "vscode", "helix", "editor", "ide", "intellij", "pycharm", "sublime", "zed", "cursor"]),
+    ("package manager", &["npm", "pnpm", "yarn", "bun", "package manager", "poetry", "uv", "pip"]),
+    ("indentation", &["tabs", "spaces", "indent", "indentation"]),
+    ("framework", &["framework", "react", "vue", "svelte", "angular", "django", "rails", "flask", "fastapi", "next.js", "nextjs", "remix", "express", "spring"]),
+    ("database", &["postgres", "postgresql", "mysql", "sqlite", "mongodb", "mongo", "dynamodb", "database", "redis"]),
+    ("deadline", &["deadline", "launch", "release date", "due", "ship date", "go-live", "go live", "demo day", "launches", "ships"]),
+    ("timezone", &["timezone", "time zone", "utc", "pst", "est", "cet"]),
+    ("drink", &["coffee", "tea", "espresso", "latte"]),
+    ("operating system", &["linux", "macos", "windows", "ubuntu", "arch", "fedora"]),
+    ("language", &["typescript", "javascript", "python", "rust", "golang", "kotlin", "java", "swift", "ruby"]),
+    ("cloud", &["aws", "gcp", "azure", "vercel", "fly.io", "heroku", "netlify", "cloudflare"]),
+    ("test framework", &["jest", "vitest", "pytest", "mocha", "cypress", "playwright"]),
+    ("answer style", &["answers", "responses", "replies", "explanations", "concise", "verbose", "bullet points", "emoji", "tone"]),
+    ("pet", &["my dog", "my cat", "a dog", "a cat", "puppy", "kitten"]),
+    ("partner", &["my wife", "my husband", "my partner", "my girlfriend", "my boyfriend", "my fiancé", "my fiance", "my fiancée"]),
+    ("manager", &["my manager", "my boss", "tech lead", "team lead"]),
+];
+
+struct Rules {
+    question_or_hypothetical: Regex,
+    transient: Regex,
+    retraction: Regex,
+    change: Regex,
+    first_person: Regex,
+    workspace: Regex,
+    person: Regex,
+    style: Regex,
+    constraint: Regex,
+    goal: Regex,
+    preference: Regex,
+    fact: Regex,
+    confirmation: Regex,
+}
+
+fn rules() -> &'static Rules {
+    static RULES: OnceLock<Rules> = OnceLock::new();
+    RULES.get_or_init(|| {
+        let re = |pattern: &str| Regex::new(&format!("(?i){pattern}")).expect("memory rule patterns are valid");
+        Rules {
+            question_or_hypothetical: re(
+                r"^(what|how|why|when|where|which|who|can|could|would|should|do|does|did|is|are|will|shall)\b|\b(what if|if i|if we|suppose|imagine|maybe|might|thinking about|considering|wondering|not sure|hypothetically|let's say|in theory)\b",
+            ),
+            transient: re(
+                r"\b(today|tonight|right now|at the moment|this morning|this afternoon|this evening|currently feeling|i'm (so )?(tired|hungry|sleepy|bored|exhausted|stressed|sick)|i feel)\b",
+            ),
+            retraction: re(
+                r"\b(no longer|not anymore|anymore|any more|stopped|quit|gave up|dropped|got rid of|removed|ditched|forget (that|what|about|my)|scratch that|ignore what i said|isn't true|is not true|not true anymore)\b",
+            ),
+            change: re(
+                r"\b(switched|switching|moved|changed|migrated|migrating|relocated|now (use|prefer|live|work|using)|i'm now|we're now|we now|i now|actually|instead|from now on|these days|pushed (back )?to|postponed|rescheduled|moved up|new deadline|replaced)\b",
+            ),
+            first_person: re(r"\b(i|i'm|i am|i've|i'd|i'll|my|me|mine|we|we're|we've|our|us)\b"),
+            workspace: re(
+                r"\b((this|the|our) (repo|repository|project|codebase|code base|app|service|team|sprint|api|backend|frontend|stack|ci|pipeline|monorepo|release|launch|deadline|client|product|company|org|organization|startup|roadmap|design system|style guide)|we|we're|we've|our|in here|here we)\b",
+            ),
+            person: re(
+                r"\b(my|our) (wife|husband|partner|girlfriend|boyfriend|fianc[ée]e?|manager|boss|sister|brother|mom|mum|mother|dad|father|son|daughter|kids?|children|colleague|coworker|co-worker|co-founder|cofounder|friend|dog|cat|tech lead|team lead|lead|mentor|designer|pm|product manager|cto|ceo|client)\b|\b[A-Z][a-z]+ is (my|our) \w+|\b(tech lead|product manager|designer|pm|cto|ceo) is [A-Z]",
+            ),
+            style: re(
+                r"\b(answers?|responses?|replies|explanations?|comments?|commit messages?|tone|format(ting)?|bullet points?|concise|verbose|brief|short|detailed|emojis?|british spelling|american spelling|formal|casual|code examples?|jargon|walls? of text)\b",
+            ),
+            constraint: re(
+                r"\b(allergic|allergy|intolerant|can't eat|cannot eat|don't eat|do not eat|must|have to|has to|need to support|not allowed|can't use|cannot use|mustn't|must not|never (use|deploy|push|merge|commit)|no more than|at most|budget|only (works|runs|available|allowed)|requires?|compliance|hipaa|gdpr)\b",
+            ),
+            goal: re(
+                r"\b(my goal|our goal|the goal|i'm (learning|training|saving|studying|preparing)|i am (learning|training|saving|studying|preparing)|i want to (learn|become|get|run|build|move|finish|switch|start|become)|i plan to|i'm planning to|we plan to|we're planning to|i hope to|aiming (to|for)|we want to (ship|launch|reach|hit|get)|trying to (learn|get|become)|working towards)\b",
+            ),
+            preference: re(
+                r"\b(i|we) (really |much |strongly |always |usually |generally )?(prefer|like|love|enjoy|hate|dislike|avoid|favor|favour|use|want)\b|\bcan't stand\b|\bmy favou?rite\b|\bi'm a (big )?fan of\b|\bi'd rather\b|\b(i|we) (always|never|usually|don't) (use|write|put|want|like)\b|\bplease (always|never|don't|do not|keep|use|avoid)\b|\b(our|the) convention\b",
+            ),
+            fact: re(
+                r"\b(my name is|call me|i'm called|i go by|i live|i'm living|i'm based|i am based|i work (at|for|as|on)|i'm working (at|for|on)|i'm (a|an) [a-z]+|i am (a|an) [a-z]+|i have (a|an|two|three|four|\d+) |i was born|my birthday|i'm from|i am from|i grew up|i speak|my (email|phone|address|timezone|time zone)|i'm (vegetarian|vegan|pescatarian)|we use|we're using|we are using|we deploy|we host|we run|we build|we write|(our|the) (stack|backend|frontend|database|api|app|repo|ci|deploy\w*|server|infra\w*) (is|uses|runs|lives)|(launch|deadline|release|demo|due date|go-live)( date)? is|is due|(launch|ship|release)(es|s)? on|i joined|i moved|i switched|i'm moving|i own|i drive|i'm married|i have kids)\b",
+            ),
+            confirmation: re(r"^(yes|yep|yeah|yup|exactly|correct|right|that's right|that is right|indeed|true|sure)\b"),
+        }
+    })
+}
+
+/// The slot a text speaks about, by the first cue found in order of
+/// [`SLOTS`].
+pub fn slot_of(text: &str) -> Option<&'static str> {
+    let lowered = format!(" {} ", text.to_lowercase());
+    SLOTS
+        .iter()
+        .find(|(_, cues)| cues.iter().any(|cue| contains_phrase(&lowered, cue)))
+        .map(|(slot, _)| *slot)
+}
+
+fn contains_phrase(padded_lowered: &str, phrase: &str) -> bool {
+    padded_lowered.match_indices(phrase).any(|(at, _)| {
+        let before = padded_lowered[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+        let after = padded_lowered[at + phrase.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+        before && after
+    })
+}
+
+/// The sentences of a turn.
+fn sentences(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let chars: Vec<char> = text.chars().collect();
+    for (at, &c) in chars.iter().enumerate() {
+        if c == '\n' {
+            push_sentence(&mut out, &mut current);
+            continue;
+        }
+        current.push(c);
+        let next = chars.get(at + 1).copied();
+        let ends = matches!(c, '.' | '!' | '?' | ';') && next.is_none_or(char::is_whitespace);
+        if ends {
+            push_sentence(&mut out, &mut current);
+        }
+    }
+    push_sentence(&mut out, &mut current);
+    out
+}
+
+fn push_sentence(out: &mut Vec<String>, current: &mut String) {
+    let sentence = current.trim().trim_start_matches(['-', '*', '•']).trim();
+    if sentence.chars().filter(|c| c.is_alphanumeric()).count() >= 3 {
+        out.push(sentence.to_string());
+    }
+    current.clear();
+}
+
+/// Content words of a text (lowercase, no stop words, at least 3 letters),
+/// cut to their first six letters so plural and verb forms meet.
+fn stems(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric() && c != '.' && c != '-')
+        .map(|w| w.trim_matches(['.', '-']).to_lowercase())
+        .filter(|w| w.chars().count() >= 3 && !is_stopword(w) && !GENERIC.contains(&w.as_str()))
+        .map(|w| w.chars().take(6).collect())
+        .collect()
+}
+
+/// Words too common in statements about oneself to link two of them.
+const GENERIC: &[&str] = &[
+    "use", "uses", "using", "used", "prefer", "prefers", "like", "likes", "really", "always", "never", "now", "anymore",
+    "longer", "user", "want", "wants", "also", "just", "still", "actually", "instead", "switched", "moved", "changed",
+    "work", "working", "works", "lot", "thing", "things", "think", "know", "got", "get", "going", "make", "made",
+];
+
+/// The first-person statements worth remembering in one user sentence, as
+/// (type, scope, slot-or-name).
+fn classify_statement(sentence: &str) -> Option<(EntityType, MemoryScope, String)> {
+    let r = rules();
+    if !r.first_person.is_match(sentence) && !r.person.is_match(sentence) && !r.fact.is_match(sentence) {
+        return None;
+    }
+    let scope = if r.workspace.is_match(sentence) { MemoryScope::Workspace } else { MemoryScope::User };
+    let entity_type = if r.person.is_match(sentence) {
+        EntityType::Person
+    } else if r.goal.is_match(sentence) {
+        EntityType::Goal
+    } else if r.style.is_match(sentence) && (r.preference.is_match(sentence) || sentence.to_lowercase().starts_with("please")) {
+        EntityType::Style
+    } else if r.constraint.is_match(sentence) {
+        EntityType::Constraint
+    } else if r.fact.is_match(sentence) {
+        EntityType::Fact
+    } else if r.preference.is_match(sentence) {
+        EntityType::Preference
+    } else {
+        return None;
+    };
+    let name = slot_of(sentence).map(str::to_string).unwrap_or_else(|| {
+        let words: Vec<String> = stems_full(sentence).into_iter().take(2).collect();
+        if words.is_empty() { entity_type.as_str().to_string() } else { words.join(" ") }
+    });
+    Some((entity_type, scope, name))
+}
+
+/// The slot of a memory: its entity name when that names a slot, else
+/// the slot its words speak of.
+fn memory_slot(memory: &ExistingMemory) -> Option<&'static str> {
+    let name = memory.entity_name.trim().to_lowercase();
+    SLOTS
+        .iter()
+        .find(|(slot, _)| *slot == name)
+        .map(|(slot, _)| *slot)
+        .or_else(|| slot_of(&format!("{} {}", memory.entity_name, memory.observation)))
+}
+
+/// Content words in full (for entity names).
+fn stems_full(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric() && c != '-')
+        .map(str::to_lowercase)
+        .filter(|w| w.chars().count() >= 3 && !is_stopword(w) && !GENERIC.contains(&w.as_str()))
+        .collect()
+}
+
+/// Whether a sentence is a question, a hypothetical or a passing state.
+fn not_lasting(sentence: &str) -> bool {
+    let r = rules();
+    sentence.trim_end().ends_with('?') || r.question_or_hypothetical.is_match(sentence) || r.transient.is_match(sentence)
+}
+
+/// The existing memory a retraction or change speaks of: the one sharing
+/// the sentence's slot, else the one sharing most content words (at
+/// least one).
+fn target<'a>(sentence: &str, existing: &'a [ExistingMemory], taken: &[String]) -> Option<&'a ExistingMemory> {
+    let open = existing.iter().filter(|m| !taken.contains(&m.id));
+    if let Some(slot) = slot_of(sentence) {
+        if let Some(found) =
+            open.clone().find(|m| memory_slot(m) == Some(slot))
+        {
+            return Some(found);
+        }
+    }
+    let words = stems(sentence);
+    open.map(|m| {
+        let theirs = stems(&format!("{} {}", m.entity_name, m.observation));
+        (words.iter().filter(|w| theirs.contains(w)).count(), m)
+    })
+    .filter(|(shared, _)| *shared >= 1)
+    .max_by_key(|(shared, _)| *shared)
+    .map(|(_, m)| m)
+}
+
+/// The memory an assistant's restatement holds when the user confirms it
+/// ("So you prefer tabs?" — "Yes."): the assistant's words turned back into
+/// the user's first person.
+fn confirmed_restatement(assistant: &str) -> Option<String> {
+    let sentence = sentences(assistant).into_iter().rev().find(|s| {
+        let lowered = s.to_lowercase();
+        lowered.contains("you ") || lowered.contains("you're") || lowered.contains("your ")
+    })?;
+    let mut out = Vec::new();
+    for word in sentence.trim_end_matches(['?', '.', '!']).split(' ') {
+        let mapped = match word.to_lowercase().as_str() {
+            "you" => "I".to_string(),
+            "you're" => "I'm".to_string(),
+            "your" => "my".to_string(),
+            "yours" => "mine".to_string(),
+            "so" | "so," if out.is_empty() => continue,
+            _ => word.to_string(),
+        };
+        out.push(mapped);
+    }
+    let text = out.join(" ");
+    Some(format!("{}.", text.trim_start_matches("and ").trim()))
+}
+
+/// Extraction without a model: the decisions a conversation supports
+/// against `existing` (see the module doc).
+pub fn extract_by_rules(conversation: &[Turn], existing: &[ExistingMemory]) -> Vec<Decision> {
+    let r = rules();
+    let mut decisions: Vec<Decision> = Vec::new();
+    let mut taken: Vec<String> = Vec::new();
+    let mut said: Vec<String> = Vec::new();
+    for (at, turn) in conversation.iter().enumerate() {
+        if turn.speaker != Speaker::User {
+            continue;
+        }
+        let mut statements = sentences(&turn.text);
+        if statements.first().is_some_and(|first| r.confirmation.is_match(first)) {
+            if let Some(previous) = at.checked_sub(1).map(|i| &conversation[i]).filter(|t| t.speaker == Speaker::Assistant) {
+                statements.extend(confirmed_restatement(&previous.text));
+            }
+        }
+        for sentence in statements {
+            if not_lasting(&sentence) {
+                continue;
+            }
+            let retracts = r.retraction.is_match(&sentence);
+            let changes = r.change.is_match(&sentence);
+            if retracts && !changes {
+                if let Some(memory) = target(&sentence, existing, &taken) {
+                    taken.push(memory.id.clone());
+                    decisions.push(Decision::Delete { id: memory.id.clone(), reason: sentence.clone() });
+                }
+                continue;
+            }
+            let Some((entity_type, scope, name)) = classify_statement(&sentence) else {
+                continue;
+            };
+            if existing.iter().any(|m| restates(&sentence, &m.observation)) || said.iter().any(|s| restates(&sentence, s)) {
+                continue;
+            }
+            let slot = slot_of(&sentence);
+            let same_slot = slot.and_then(|slot| {
+                existing.iter().filter(|m| !taken.contains(&m.id)).find(|m| {
+                    m.scope == scope && memory_slot(m) == Some(slot)
+                })
+            });
+            let updated = match same_slot {
+                Some(memory) => Some(memory),
+                None if changes => target(&sentence, existing, &taken).filter(|m| m.scope == scope),
+                None => None,
+            };
+            said.push(sentence.clone());
+            match updated {
+                Some(memory) => {
+                    taken.push(memory.id.clone());
+                    decisions.push(Decision::Update { id: memory.id.clone(), observation: sentence });
+                }
+                None => decisions.push(Decision::Add(NewMemory { entity_type, entity_name: name, observation: sentence, scope })),
+            }
+        }
+    }
+    decisions
+}
+
+/// Whether `new` says nothing `old` does not: same words, or no
+/// distinguishing token and most content words shared.
+fn restates(new: &str, old: &str) -> bool {
+    if dedup::same_text(new, old) {
+        return true;
+    }
+    let (mine, theirs) = (stems(new), stems(old));
+    if mine.is_empty() {
+        return false;
+    }
+    let shared = mine.iter().filter(|w| theirs.contains(w)).count();
+    shared * 3 >= mine.len() * 2 && dedup::judge(new, old).is_duplicate()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(text: &str) -> Turn {
+        Turn { speaker: Speaker::User, text: text.into() }
+    }
+
+    fn assistant(text: &str) -> Turn {
+        Turn { speaker: Speaker::Assistant, text: text.into() }
+    }
+
+    fn memory(id: &str, entity_name: &str, observation: &str, scope: MemoryScope) -> ExistingMemory {
+        ExistingMemory {
+            id: id.into(),
+            entity_type: EntityType::Fact,
+            entity_name: entity_name.into(),
+            observation: observation.into(),
+            scope,
+        }
+    }
+
+    #[test]
+    fn first_person_statements_become_memories_with_their_scope() {
+        let decisions = extract_by_rules(
+            &[
+                user("Hi! I always use pnpm for my own projects. In this repo we use Vitest for tests."),
+                assistant("Got it."),
+                user("What if we tried Jest? I'm so tired today."),
+            ],
+            &[],
+        );
+        let adds: Vec<&NewMemory> =
+            decisions.iter().filter_map(|d| if let Decision::Add(m) = d { Some(m) } else { None }).collect();
+        assert_eq!(adds.len(), 2, "{decisions:?}");
+        assert_eq!((adds[0].scope, adds[0].entity_name.as_str()), (MemoryScope::User, "package manager"));
+        assert_eq!((adds[1].scope, adds[1].entity_name.as_str()), (MemoryScope::Workspace, "test framework"));
+    }
+
+    #[test]
+    fn a_changed_slot_updates_and_a_retraction_deletes() {
+        let existing = vec![
+            memory("m1", "home city", "Lives in Paris.", MemoryScope::User),
+            memory("m2", "diet", "Is vegetarian.", MemoryScope::User),
+            memory("m3", "editor", "Prefers Vim.", MemoryScope::User),
+        ];
+        let decisions = extract_by_rules(
+            &[user("Big news: I moved to Berlin last month."), user("Also, I'm no longer vegetarian."), user("I prefer Vim.")],
+            &existing,
+        );
+        assert_eq!(
+            decisions,
+            vec![
+                Decision::Update { id: "m1".into(), observation: "Big news: I moved to Berlin last month.".into() },
+                Decision::Delete { id: "m2".into(), reason: "Also, I'm no longer vegetarian.".into() },
+            ],
+            "the restated editor preference is NONE"
+        );
+    }
+
+    #[test]
+    fn a_confirmed_restatement_is_remembered() {
+        let decisions = extract_by_rules(&[assistant("So you prefer tabs over spaces?"), user("Yes, exactly.")], &[]);
+        assert!(
+            matches!(&decisions[..], [Decision::Add(m)] if m.observation == "I prefer tabs over spaces." && m.entity_name == "indentation"),
+            "{decisions:?}"
+        );
+    }
+
+    #[test]
+    fn conversation_drawers_are_read_back_into_turns() {
+        let turns = turns_from_text("user: I live in Oslo.\nand I like it\nassistant: Nice!\n> quoted question", &[]);
+        assert_eq!(
+            turns,
+            vec![user("I live in Oslo.\nand I like it"), assistant("Nice!"), user("quoted question")]
+        );
+        assert_eq!(turns_from_text("Alex: hello\nBot: hi", &["alex"]), vec![user("hello"), assistant("hi")]);
+    }
+}
