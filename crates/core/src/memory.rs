@@ -186,26 +186,108 @@ pub fn turns_from_text(text: &str, user_names: &[&str]) -> Vec<Turn> {
 /// phrases).
 const SLOTS: &[(&str, &[&str])] = &[
     ("name", &["my name", "call me", "i'm called", "i go by"]),
-    ("home city", &["live in", "lives in", "lived in", "living in", "based in", "moved to", "relocated", "relocating", "moving to", "hometown", "home town"]),
-    ("employer", &["work at", "work for", "working at", "working for", "joined", "employer", "my company", "job at"]),
-    ("role", &["work as", "my role", "my job", "my title", "position", "i'm a senior", "promoted"]),
+    (
+        "home city",
+        &[
+            "live in",
+            "lives in",
+            "lived in",
+            "living in",
+            "based in",
+            "moved to",
+            "relocated",
+            "relocating",
+            "moving to",
+            "hometown",
+            "home town",
+        ],
+    ),
+    (
+        "employer",
+        &[
+            "work at",
+            "work for",
+            "working at",
+            "working for",
+            "joined",
+            "employer",
+            "my company",
+            "job at",
+            "started at",
+            "left",
+        ],
+    ),
+    ("role", &["work as", "my role", "my job", "my title", "position", "i'm a senior", "promoted", "team", "teams"]),
     ("diet", &["vegetarian", "vegan", "pescatarian", "eat meat", "eat fish", "diet", "keto"]),
     ("allergy", &["allergic", "allergy", "intolerant", "intolerance"]),
-    ("editor", &["vim", "neovim", "emacs", "vs code", "vscode", "helix", "editor", "ide", "intellij", "pycharm", "sublime", "zed", "cursor"]),
+    (
+        "editor",
+        &[
+            "vim", "neovim", "emacs", "vs code", "vscode", "helix", "editor", "ide", "intellij", "pycharm", "sublime",
+            "zed", "cursor",
+        ],
+    ),
     ("package manager", &["npm", "pnpm", "yarn", "bun", "package manager", "poetry", "uv", "pip"]),
     ("indentation", &["tabs", "spaces", "indent", "indentation"]),
-    ("framework", &["framework", "react", "vue", "svelte", "angular", "django", "rails", "flask", "fastapi", "next.js", "nextjs", "remix", "express", "spring"]),
+    (
+        "framework",
+        &[
+            "framework",
+            "react",
+            "vue",
+            "svelte",
+            "angular",
+            "django",
+            "rails",
+            "flask",
+            "fastapi",
+            "next.js",
+            "nextjs",
+            "remix",
+            "express",
+            "spring",
+        ],
+    ),
     ("database", &["postgres", "postgresql", "mysql", "sqlite", "mongodb", "mongo", "dynamodb", "database", "redis"]),
-    ("deadline", &["deadline", "launch", "release date", "due", "ship date", "go-live", "go live", "demo day", "launches", "ships"]),
+    (
+        "deadline",
+        &[
+            "deadline",
+            "launch",
+            "release date",
+            "due",
+            "ship date",
+            "go-live",
+            "go live",
+            "demo day",
+            "launches",
+            "ships",
+        ],
+    ),
     ("timezone", &["timezone", "time zone", "utc", "pst", "est", "cet"]),
     ("drink", &["coffee", "tea", "espresso", "latte"]),
     ("operating system", &["linux", "macos", "windows", "ubuntu", "arch", "fedora"]),
     ("language", &["typescript", "javascript", "python", "rust", "golang", "kotlin", "java", "swift", "ruby"]),
     ("cloud", &["aws", "gcp", "azure", "vercel", "fly.io", "heroku", "netlify", "cloudflare"]),
     ("test framework", &["jest", "vitest", "pytest", "mocha", "cypress", "playwright"]),
-    ("answer style", &["answers", "responses", "replies", "explanations", "concise", "verbose", "bullet points", "emoji", "tone"]),
+    (
+        "answer style",
+        &["answers", "responses", "replies", "explanations", "concise", "verbose", "bullet points", "emoji", "tone"],
+    ),
     ("pet", &["my dog", "my cat", "a dog", "a cat", "puppy", "kitten"]),
-    ("partner", &["my wife", "my husband", "my partner", "my girlfriend", "my boyfriend", "my fiancé", "my fiance", "my fiancée"]),
+    (
+        "partner",
+        &[
+            "my wife",
+            "my husband",
+            "my partner",
+            "my girlfriend",
+            "my boyfriend",
+            "my fiancé",
+            "my fiance",
+            "my fiancée",
+        ],
+    ),
     ("manager", &["my manager", "my boss", "tech lead", "team lead"]),
 ];
 
@@ -214,57 +296,75 @@ struct Rules {
     transient: Regex,
     retraction: Regex,
     change: Regex,
+    replacement: Regex,
     first_person: Regex,
     workspace: Regex,
     person: Regex,
+    named_person: Regex,
+    own_name: Regex,
     style: Regex,
+    instruction: Regex,
     constraint: Regex,
     goal: Regex,
     preference: Regex,
     fact: Regex,
     confirmation: Regex,
+    anaphor: Regex,
+    negated: Regex,
 }
+
+/// A first-person subject with an optional adverb: `i`, `we're actually`.
+const SUBJECT: &str = r"\b(?:i|we)(?:'m|'ve|'re| am| are| have)?(?: (?:actually|just|now|also|still|finally|already|really|mostly|only|basically|recently|officially|\w+ly))?";
 
 fn rules() -> &'static Rules {
     static RULES: OnceLock<Rules> = OnceLock::new();
     RULES.get_or_init(|| {
-        let re = |pattern: &str| Regex::new(&format!("(?i){pattern}")).expect("memory rule patterns are valid");
+        let re = |pattern: &str| Regex::new(&format!("(?i){}", pattern.replace("SUBJ", SUBJECT))).expect("memory rule patterns are valid");
+        let cased = |pattern: &str| Regex::new(pattern).expect("memory rule patterns are valid");
         Rules {
             question_or_hypothetical: re(
-                r"^(what|how|why|when|where|which|who|can|could|would|should|do|does|did|is|are|will|shall)\b|\b(what if|if i|if we|suppose|imagine|maybe|might|thinking about|considering|wondering|not sure|hypothetically|let's say|in theory)\b",
+                r"^(what|how|why|when|where|which|who|can|could|would|should|do|does|did|is|are|will|shall)\b|\b(what if|if i|if we|suppose|imagine|maybe|might|thinking about|considering|wondering|not sure|hypothetically|let's say|in theory|just curious|don't save|do not save|don't remember|just for this|only for this|this one time)\b",
             ),
             transient: re(
-                r"\b(today|tonight|right now|at the moment|this morning|this afternoon|this evening|currently feeling|i'm (so )?(tired|hungry|sleepy|bored|exhausted|stressed|sick)|i feel)\b",
+                r"\b(today|tonight|right now|at the moment|this morning|this afternoon|this evening|currently feeling|i'm (so )?(tired|hungry|sleepy|bored|exhausted|stressed|sick|wiped)|i feel|slept)\b",
             ),
             retraction: re(
-                r"\b(no longer|not anymore|anymore|any more|stopped|quit|gave up|dropped|got rid of|removed|ditched|forget (that|what|about|my)|scratch that|ignore what i said|isn't true|is not true|not true anymore)\b",
+                r"SUBJ (?:\w+ ){0,4}?(no longer|not \w+ anymore|not \w+ \w+ anymore|not doing it anymore|anymore|any more|stopped|quit|gave up|dropped|got rid of|removed|ditched|ripped out)\b|\b(forget (that|what|about|my)|scratch that|ignore what i said|off whatever you know|off what you know|isn't true|not true anymore|no longer true|plan's dead|plan is dead|is dead)\b",
             ),
             change: re(
-                r"\b(switched|switching|moved|changed|migrated|migrating|relocated|now (use|prefer|live|work|using)|i'm now|we're now|we now|i now|actually|instead|from now on|these days|pushed (back )?to|postponed|rescheduled|moved up|new deadline|replaced)\b",
+                r"\b(switched|switching|moved|changed|migrated|migrating|relocated|actually|instead|from now on|these days|pushed (back )?to|postponed|rescheduled|moved up|new deadline|replaced|bumped|raised|lowered|left|started at|now)\b",
             ),
+            replacement: re(r"\b(now|instead|switched|replaced|these days)\b"),
             first_person: re(r"\b(i|i'm|i am|i've|i'd|i'll|my|me|mine|we|we're|we've|our|us)\b"),
             workspace: re(
-                r"\b((this|the|our) (repo|repository|project|codebase|code base|app|service|team|sprint|api|backend|frontend|stack|ci|pipeline|monorepo|release|launch|deadline|client|product|company|org|organization|startup|roadmap|design system|style guide)|we|we're|we've|our|in here|here we)\b",
+                r"\b((this|the|our)( \w+)? (repo|repository|project|codebase|code base|app|service|team|sprint|api|backend|frontend|stack|ci|pipeline|monorepo|release|launch|deadline|client|product|company|org|organization|startup|roadmap|design system|style guide|beta|freeze)|we|we're|we've|our|in here|here we|prod|production|staging|code freeze|sprint)\b",
             ),
             person: re(
-                r"\b(my|our) (wife|husband|partner|girlfriend|boyfriend|fianc[ée]e?|manager|boss|sister|brother|mom|mum|mother|dad|father|son|daughter|kids?|children|colleague|coworker|co-worker|co-founder|cofounder|friend|dog|cat|tech lead|team lead|lead|mentor|designer|pm|product manager|cto|ceo|client)\b|\b[A-Z][a-z]+ is (my|our) \w+|\b(tech lead|product manager|designer|pm|cto|ceo) is [A-Z]",
+                r"\b(my|our) (wife|husband|partner|girlfriend|boyfriend|fianc[ée]e?|manager|boss|sister|brother|mom|mum|mother|dad|father|son|daughter|kids?|children|colleague|coworker|co-worker|co-founder|cofounder|friend|mentor|designer|pm|product manager|cto|ceo|client)\b",
             ),
+            named_person: cased(
+                r"\b[A-Z][a-z]+ (?:on|from|in) (?:the|our) [a-z]+ team\b|\b[A-Z][a-z]+ (?:owns|runs|leads|manages|reviews|approves) (?:the|our|all|every)\b|\b[A-Z][a-z]+ is (?:my|our|the) (?:\w+ )?(?:lead|manager|boss|designer|owner|reviewer|pm|cto|ceo)\b",
+            ),
+            own_name: cased(r"(?:^|\b)(?:I'm|I am|my name is|My name is|call me|Call me) [A-Z][a-z]+(?:\s*[,.!]|$)"),
             style: re(
-                r"\b(answers?|responses?|replies|explanations?|comments?|commit messages?|tone|format(ting)?|bullet points?|concise|verbose|brief|short|detailed|emojis?|british spelling|american spelling|formal|casual|code examples?|jargon|walls? of text)\b",
+                r"\b(answers?|responses?|replies|explanations?|explain|comments?|commit messages?|tone|format(ting)?|bullet points?|concise|verbose|brief|short version|detailed|emojis?|british spelling|american spelling|formal|casual|code examples?|jargon|walls? of text|under \w+ lines)\b",
             ),
+            instruction: re(r"^(please |in general|always |never |whenever you|when you)|\b(when you|whenever you) \w+"),
             constraint: re(
-                r"\b(allergic|allergy|intolerant|can't eat|cannot eat|don't eat|do not eat|must|have to|has to|need to support|not allowed|can't use|cannot use|mustn't|must not|never (use|deploy|push|merge|commit)|no more than|at most|budget|only (works|runs|available|allowed)|requires?|compliance|hipaa|gdpr)\b",
+                r"\b(allergic|allergy|intolerant|can't eat|cannot eat|don't eat|do not eat|must|has to|need to support|not allowed|can't use|cannot use|mustn't|must not|never (use|deploy|push|merge|commit)|no more than|at most|budget|only (works|runs|available|allowed)|requires?|compliance|hipaa|gdpr|stuck on|stuck with|pinned to|locked to|limited to)\b",
             ),
             goal: re(
-                r"\b(my goal|our goal|the goal|i'm (learning|training|saving|studying|preparing)|i am (learning|training|saving|studying|preparing)|i want to (learn|become|get|run|build|move|finish|switch|start|become)|i plan to|i'm planning to|we plan to|we're planning to|i hope to|aiming (to|for)|we want to (ship|launch|reach|hit|get)|trying to (learn|get|become)|working towards)\b",
+                r"\b(my goal|our goal|the goal|SUBJ (learning|training|saving|studying|preparing)|i want to (learn|become|get|run|build|move|finish|switch|start)|i plan to|i'm planning to|we plan to|we're planning to|i hope to|aiming (to|for)|we want to (ship|launch|reach|hit|get)|trying to (learn|get|become)|working towards|taking \w+ lessons|started \w+ lessons)\b",
             ),
             preference: re(
-                r"\b(i|we) (really |much |strongly |always |usually |generally )?(prefer|like|love|enjoy|hate|dislike|avoid|favor|favour|use|want)\b|\bcan't stand\b|\bmy favou?rite\b|\bi'm a (big )?fan of\b|\bi'd rather\b|\b(i|we) (always|never|usually|don't) (use|write|put|want|like)\b|\bplease (always|never|don't|do not|keep|use|avoid)\b|\b(our|the) convention\b",
+                r"SUBJ (prefer|like|love|enjoy|hate|dislike|avoid|favor|favour|use|go with|stick with)\b|\bcan't stand\b|\bmy favou?rite\b|\bi'm a (big )?fan of\b|\bi'd rather\b|SUBJ (always|never|usually|don't|do not) (use|write|put|want|like|touch)\b|\bplease (always|never|don't|do not|keep|use|avoid)\b|\b(our|the) convention\b|\bis what (i|we) (want|prefer|like|use)\b|\bfor every(thing| \w+ \w+ i do)\b|SUBJ (read|listen to|watch|do|write|code) (everything|all|most)\b",
             ),
             fact: re(
-                r"\b(my name is|call me|i'm called|i go by|i live|i'm living|i'm based|i am based|i work (at|for|as|on)|i'm working (at|for|on)|i'm (a|an) [a-z]+|i am (a|an) [a-z]+|i have (a|an|two|three|four|\d+) |i was born|my birthday|i'm from|i am from|i grew up|i speak|my (email|phone|address|timezone|time zone)|i'm (vegetarian|vegan|pescatarian)|we use|we're using|we are using|we deploy|we host|we run|we build|we write|(our|the) (stack|backend|frontend|database|api|app|repo|ci|deploy\w*|server|infra\w*) (is|uses|runs|lives)|(launch|deadline|release|demo|due date|go-live)( date)? is|is due|(launch|ship|release)(es|s)? on|i joined|i moved|i switched|i'm moving|i own|i drive|i'm married|i have kids)\b",
+                r"\b(my name is|call me|i'm called|i go by|SUBJ (live|living|based|work|working|moved|switched|joined|left|started|own|drive|speak|grew up|was born|use|using|deploy|host|run|build|write|adopted|got) |i'm (a|an|the) [a-z]+|i am (a|an|the) [a-z]+|i have (a|an|two|three|four|\d+) |i was born|my birthday|i'm from|i am from|my (email|phone|address|timezone|time zone)|i'm (vegetarian|vegan|pescatarian)|SUBJ on (the )?[a-z0-9]+|(our|the) (stack|backend|frontend|database|api|app|repo|ci|deploy\w*|server|infra\w*|team|project|service) (is|uses|use|runs|lives)|(launch|deadline|release|demo|due date|go-live|code freeze|freeze|cutoff)( date)?( for [\w.]+)? is|is due|(launch|ship|release)(es|s)? on|(prod|production|staging)( and \w+)?( both)? (runs?|is|are|deploys?) on|named [a-z]+|birthday is)\b",
             ),
             confirmation: re(r"^(yes|yep|yeah|yup|exactly|correct|right|that's right|that is right|indeed|true|sure)\b"),
+            anaphor: re(r"\b(them|they|those|these)\b"),
+            negated: re(r"\b(not|no|never|n't|instead of|rather than|from)\s+(on\s+|using\s+|use\s+)?$"),
         }
     })
 }
@@ -273,10 +373,7 @@ fn rules() -> &'static Rules {
 /// [`SLOTS`].
 pub fn slot_of(text: &str) -> Option<&'static str> {
     let lowered = format!(" {} ", text.to_lowercase());
-    SLOTS
-        .iter()
-        .find(|(_, cues)| cues.iter().any(|cue| contains_phrase(&lowered, cue)))
-        .map(|(slot, _)| *slot)
+    SLOTS.iter().find(|(_, cues)| cues.iter().any(|cue| contains_phrase(&lowered, cue))).map(|(slot, _)| *slot)
 }
 
 fn contains_phrase(padded_lowered: &str, phrase: &str) -> bool {
@@ -309,11 +406,36 @@ fn sentences(text: &str) -> Vec<String> {
 }
 
 fn push_sentence(out: &mut Vec<String>, current: &mut String) {
-    let sentence = current.trim().trim_start_matches(['-', '*', '•']).trim();
-    if sentence.chars().filter(|c| c.is_alphanumeric()).count() >= 3 {
-        out.push(sentence.to_string());
+    for clause in clauses(current) {
+        let clause = clause.trim().trim_start_matches(['-', '*', '•']).trim();
+        if clause.chars().filter(|c| c.is_alphanumeric()).count() >= 3 {
+            out.push(clause.to_string());
+        }
     }
     current.clear();
+}
+
+/// A sentence cut where a dash sets off a new statement, or where a comma
+/// or an "and" starts a new first-person one ("I'm Dario, I live in Turin
+/// and I work as…").
+fn clauses(sentence: &str) -> Vec<String> {
+    static CUT: OnceLock<Regex> = OnceLock::new();
+    let cut = CUT.get_or_init(|| Regex::new(r"\s+[—–]\s+|\s-\s|,\s+(?:and\s+|so\s+)?|\s+and\s+").expect("valid"));
+    let mut out = Vec::new();
+    let mut start = 0;
+    for found in cut.find_iter(sentence) {
+        let rest = sentence[found.end()..].to_lowercase();
+        let dash = found.as_str().contains(['—', '–', '-']);
+        let new_subject = ["i ", "i'm ", "i've ", "i'd ", "we ", "we're ", "we've ", "my ", "our "]
+            .iter()
+            .any(|p| rest.starts_with(p));
+        if dash || new_subject {
+            out.push(sentence[start..found.start()].to_string());
+            start = found.end();
+        }
+    }
+    out.push(sentence[start..].to_string());
+    out
 }
 
 /// Content words of a text (lowercase, no stop words, at least 3 letters),
@@ -328,24 +450,31 @@ fn stems(text: &str) -> Vec<String> {
 
 /// Words too common in statements about oneself to link two of them.
 const GENERIC: &[&str] = &[
-    "use", "uses", "using", "used", "prefer", "prefers", "like", "likes", "really", "always", "never", "now", "anymore",
-    "longer", "user", "want", "wants", "also", "just", "still", "actually", "instead", "switched", "moved", "changed",
-    "work", "working", "works", "lot", "thing", "things", "think", "know", "got", "get", "going", "make", "made",
+    "use", "uses", "using", "used", "prefer", "prefers", "like", "likes", "really", "always", "never", "now",
+    "anymore", "longer", "user", "want", "wants", "also", "just", "still", "actually", "instead", "switched", "moved",
+    "changed", "work", "working", "works", "lot", "thing", "things", "think", "know", "got", "get", "going", "make",
+    "made",
 ];
 
 /// The first-person statements worth remembering in one user sentence, as
 /// (type, scope, slot-or-name).
 fn classify_statement(sentence: &str) -> Option<(EntityType, MemoryScope, String)> {
     let r = rules();
-    if !r.first_person.is_match(sentence) && !r.person.is_match(sentence) && !r.fact.is_match(sentence) {
+    if !r.first_person.is_match(sentence)
+        && !r.named_person.is_match(sentence)
+        && !r.fact.is_match(sentence)
+        && !r.instruction.is_match(sentence)
+    {
         return None;
     }
     let scope = if r.workspace.is_match(sentence) { MemoryScope::Workspace } else { MemoryScope::User };
-    let entity_type = if r.person.is_match(sentence) {
+    let entity_type = if r.own_name.is_match(sentence) {
+        EntityType::Fact
+    } else if r.person.is_match(sentence) || r.named_person.is_match(sentence) {
         EntityType::Person
     } else if r.goal.is_match(sentence) {
         EntityType::Goal
-    } else if r.style.is_match(sentence) && (r.preference.is_match(sentence) || sentence.to_lowercase().starts_with("please")) {
+    } else if r.style.is_match(sentence) && (r.preference.is_match(sentence) || r.instruction.is_match(sentence)) {
         EntityType::Style
     } else if r.constraint.is_match(sentence) {
         EntityType::Constraint
@@ -356,11 +485,85 @@ fn classify_statement(sentence: &str) -> Option<(EntityType, MemoryScope, String
     } else {
         return None;
     };
-    let name = slot_of(sentence).map(str::to_string).unwrap_or_else(|| {
-        let words: Vec<String> = stems_full(sentence).into_iter().take(2).collect();
-        if words.is_empty() { entity_type.as_str().to_string() } else { words.join(" ") }
-    });
+    let name = if r.own_name.is_match(sentence) {
+        "name".to_string()
+    } else {
+        slot_of(sentence).map(str::to_string).unwrap_or_else(|| {
+            let words: Vec<String> = stems_full(sentence).into_iter().take(2).collect();
+            if words.is_empty() { entity_type.as_str().to_string() } else { words.join(" ") }
+        })
+    };
     Some((entity_type, scope, name))
+}
+
+/// The cues of `slot` a text names, except those it negates ("not npm",
+/// "from Vim").
+fn slot_values(text: &str, slot: &str, skip_negated: bool) -> Vec<&'static str> {
+    let lowered = format!(" {} ", text.to_lowercase());
+    let Some((_, cues)) = SLOTS.iter().find(|(name, _)| *name == slot) else {
+        return Vec::new();
+    };
+    cues.iter()
+        .copied()
+        .filter(|cue| {
+            lowered.match_indices(cue).any(|(at, _)| {
+                let before_ok = lowered[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+                let after_ok = lowered[at + cue.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+                let negated = skip_negated && rules().negated.is_match(&lowered[..at]);
+                before_ok && after_ok && !negated
+            })
+        })
+        .collect()
+}
+
+/// Whether `sentence` restates `memory`: the same slot values (none
+/// new), or the same words.
+fn restates_memory(sentence: &str, memory: &ExistingMemory) -> bool {
+    if let (Some(slot), Some(theirs)) = (slot_of(sentence), memory_slot(memory)) {
+        if slot == theirs {
+            let new_values = slot_values(sentence, slot, true);
+            let old_values = slot_values(&format!("{} {}", memory.entity_name, memory.observation), slot, false);
+            let value_cues = !new_values.is_empty() && new_values.iter().any(|v| !is_slot_noun(v));
+            if value_cues {
+                return new_values.iter().all(|v| old_values.contains(v) || is_slot_noun(v));
+            }
+            return dedup::distinguishing_tokens(sentence, &memory.observation).is_empty();
+        }
+    }
+    restates(sentence, &memory.observation)
+}
+
+/// Cues that name a slot rather than fill it (`editor`, `deadline`).
+fn is_slot_noun(cue: &str) -> bool {
+    matches!(
+        cue,
+        "editor"
+            | "ide"
+            | "package manager"
+            | "framework"
+            | "database"
+            | "deadline"
+            | "launch"
+            | "release date"
+            | "due"
+            | "ship date"
+            | "go-live"
+            | "go live"
+            | "demo day"
+            | "launches"
+            | "ships"
+            | "timezone"
+            | "time zone"
+            | "diet"
+            | "allergy"
+            | "indent"
+            | "indentation"
+            | "answers"
+            | "responses"
+            | "replies"
+            | "explanations"
+            | "tone"
+    )
 }
 
 /// The slot of a memory: its entity name when that names a slot, else
@@ -385,7 +588,9 @@ fn stems_full(text: &str) -> Vec<String> {
 /// Whether a sentence is a question, a hypothetical or a passing state.
 fn not_lasting(sentence: &str) -> bool {
     let r = rules();
-    sentence.trim_end().ends_with('?') || r.question_or_hypothetical.is_match(sentence) || r.transient.is_match(sentence)
+    sentence.trim_end().ends_with('?')
+        || r.question_or_hypothetical.is_match(sentence)
+        || r.transient.is_match(sentence)
 }
 
 /// The existing memory a retraction or change speaks of: the one sharing
@@ -394,9 +599,7 @@ fn not_lasting(sentence: &str) -> bool {
 fn target<'a>(sentence: &str, existing: &'a [ExistingMemory], taken: &[String]) -> Option<&'a ExistingMemory> {
     let open = existing.iter().filter(|m| !taken.contains(&m.id));
     if let Some(slot) = slot_of(sentence) {
-        if let Some(found) =
-            open.clone().find(|m| memory_slot(m) == Some(slot))
-        {
+        if let Some(found) = open.clone().find(|m| memory_slot(m) == Some(slot)) {
             return Some(found);
         }
     }
@@ -406,7 +609,10 @@ fn target<'a>(sentence: &str, existing: &'a [ExistingMemory], taken: &[String]) 
         (words.iter().filter(|w| theirs.contains(w)).count(), m)
     })
     .filter(|(shared, _)| *shared >= 1)
-    .max_by_key(|(shared, _)| *shared)
+    .fold(None, |best: Option<(usize, &ExistingMemory)>, (shared, m)| match best {
+        Some((most, _)) if most >= shared => best,
+        _ => Some((shared, m)),
+    })
     .map(|(_, m)| m)
 }
 
@@ -440,54 +646,92 @@ pub fn extract_by_rules(conversation: &[Turn], existing: &[ExistingMemory]) -> V
     let r = rules();
     let mut decisions: Vec<Decision> = Vec::new();
     let mut taken: Vec<String> = Vec::new();
-    let mut said: Vec<String> = Vec::new();
     for (at, turn) in conversation.iter().enumerate() {
         if turn.speaker != Speaker::User {
             continue;
         }
         let mut statements = sentences(&turn.text);
         if statements.first().is_some_and(|first| r.confirmation.is_match(first)) {
-            if let Some(previous) = at.checked_sub(1).map(|i| &conversation[i]).filter(|t| t.speaker == Speaker::Assistant) {
+            if let Some(previous) =
+                at.checked_sub(1).map(|i| &conversation[i]).filter(|t| t.speaker == Speaker::Assistant)
+            {
                 statements.extend(confirmed_restatement(&previous.text));
             }
         }
-        for sentence in statements {
+        let mut index = 0;
+        while index < statements.len() {
+            let sentence = statements[index].clone();
+            index += 1;
             if not_lasting(&sentence) {
                 continue;
             }
-            let retracts = r.retraction.is_match(&sentence);
             let changes = r.change.is_match(&sentence);
-            if retracts && !changes {
+            if r.retraction.is_match(&sentence) {
+                let replaced = changes && r.replacement.is_match(&sentence);
                 if let Some(memory) = target(&sentence, existing, &taken) {
                     taken.push(memory.id.clone());
-                    decisions.push(Decision::Delete { id: memory.id.clone(), reason: sentence.clone() });
+                    let next = statements.get(index).filter(|next| r.replacement.is_match(next)).cloned();
+                    decisions.push(match (replaced, next) {
+                        (true, _) => Decision::Update { id: memory.id.clone(), observation: sentence },
+                        (false, Some(next)) => {
+                            index += 1;
+                            Decision::Update { id: memory.id.clone(), observation: format!("{sentence} {next}") }
+                        }
+                        (false, None) => Decision::Delete { id: memory.id.clone(), reason: sentence },
+                    });
                 }
                 continue;
             }
-            let Some((entity_type, scope, name)) = classify_statement(&sentence) else {
-                continue;
-            };
-            if existing.iter().any(|m| restates(&sentence, &m.observation)) || said.iter().any(|s| restates(&sentence, s)) {
+            if existing.iter().any(|m| restates_memory(&sentence, m)) {
                 continue;
             }
+            let classified = classify_statement(&sentence);
             let slot = slot_of(&sentence);
             let same_slot = slot.and_then(|slot| {
                 existing.iter().filter(|m| !taken.contains(&m.id)).find(|m| {
-                    m.scope == scope && memory_slot(m) == Some(slot)
+                    memory_slot(m) == Some(slot) && classified.as_ref().is_none_or(|(_, scope, _)| m.scope == *scope)
                 })
             });
             let updated = match same_slot {
-                Some(memory) => Some(memory),
-                None if changes => target(&sentence, existing, &taken).filter(|m| m.scope == scope),
+                Some(memory) if changes || classified.is_some() => Some(memory),
+                Some(_) => None,
+                None if changes => target(&sentence, existing, &taken)
+                    .filter(|m| classified.as_ref().is_none_or(|(_, scope, _)| m.scope == *scope)),
                 None => None,
             };
-            said.push(sentence.clone());
-            match updated {
-                Some(memory) => {
-                    taken.push(memory.id.clone());
-                    decisions.push(Decision::Update { id: memory.id.clone(), observation: sentence });
+            if let Some(memory) = updated {
+                taken.push(memory.id.clone());
+                // "I changed teams. I'm on the platform team now": the next
+                // statement says what it changed to.
+                let mut observation = sentence;
+                if let Some(next) = statements.get(index).filter(|next| r.replacement.is_match(next)) {
+                    observation = format!("{observation} {next}");
+                    index += 1;
                 }
-                None => decisions.push(Decision::Add(NewMemory { entity_type, entity_name: name, observation: sentence, scope })),
+                decisions.push(Decision::Update { id: memory.id.clone(), observation });
+                continue;
+            }
+            let Some((entity_type, scope, name)) = classified else {
+                continue;
+            };
+            if r.anaphor.is_match(&sentence.to_lowercase().replace("these days", "")) {
+                continue;
+            }
+            // Two statements of one turn about one slot make one memory.
+            let merged = decisions.iter_mut().rev().find_map(|d| match d {
+                Decision::Add(m) if m.entity_name == name && m.scope == scope && slot.is_some() => Some(m),
+                _ => None,
+            });
+            match merged {
+                Some(memory) => {
+                    memory.observation = format!("{} {}", memory.observation, sentence);
+                }
+                None => decisions.push(Decision::Add(NewMemory {
+                    entity_type,
+                    entity_name: name,
+                    observation: sentence,
+                    scope,
+                })),
             }
         }
     }
@@ -555,14 +799,18 @@ mod tests {
             memory("m3", "editor", "Prefers Vim.", MemoryScope::User),
         ];
         let decisions = extract_by_rules(
-            &[user("Big news: I moved to Berlin last month."), user("Also, I'm no longer vegetarian."), user("I prefer Vim.")],
+            &[
+                user("Big news: I moved to Berlin last month."),
+                user("Also, I'm no longer vegetarian."),
+                user("I prefer Vim."),
+            ],
             &existing,
         );
         assert_eq!(
             decisions,
             vec![
                 Decision::Update { id: "m1".into(), observation: "Big news: I moved to Berlin last month.".into() },
-                Decision::Delete { id: "m2".into(), reason: "Also, I'm no longer vegetarian.".into() },
+                Decision::Delete { id: "m2".into(), reason: "I'm no longer vegetarian.".into() },
             ],
             "the restated editor preference is NONE"
         );
@@ -580,10 +828,7 @@ mod tests {
     #[test]
     fn conversation_drawers_are_read_back_into_turns() {
         let turns = turns_from_text("user: I live in Oslo.\nand I like it\nassistant: Nice!\n> quoted question", &[]);
-        assert_eq!(
-            turns,
-            vec![user("I live in Oslo.\nand I like it"), assistant("Nice!"), user("quoted question")]
-        );
+        assert_eq!(turns, vec![user("I live in Oslo.\nand I like it"), assistant("Nice!"), user("quoted question")]);
         assert_eq!(turns_from_text("Alex: hello\nBot: hi", &["alex"]), vec![user("hello"), assistant("hi")]);
     }
 }

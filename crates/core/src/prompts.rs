@@ -10,7 +10,7 @@
 
 use std::collections::HashSet;
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::classify::HALLS;
 use crate::drawer::MemoryType;
@@ -169,7 +169,8 @@ fn classified(item: &Value, count: usize) -> Option<(usize, Classified)> {
         x if x > 1.0 && x <= 5.0 => x,
         _ => return None,
     };
-    let summary = item.get("summary").and_then(Value::as_str).map(|s| clip(s.trim(), SUMMARY_CHARS)).filter(|s| !s.is_empty());
+    let summary =
+        item.get("summary").and_then(Value::as_str).map(|s| clip(s.trim(), SUMMARY_CHARS)).filter(|s| !s.is_empty());
     let mut seen = HashSet::new();
     let entities = item
         .get("entities")
@@ -289,10 +290,8 @@ pub fn extract_request(conversation: &[Turn], existing: &[ExistingMemory]) -> Ch
             memory.observation
         ));
     }
-    let mut lines: Vec<String> = conversation
-        .iter()
-        .map(|turn| format!("{}: {}", turn.speaker.as_str(), turn.text.trim()))
-        .collect();
+    let mut lines: Vec<String> =
+        conversation.iter().map(|turn| format!("{}: {}", turn.speaker.as_str(), turn.text.trim())).collect();
     // The most recent part of a long conversation.
     let mut total = 0;
     let keep = lines.iter().rev().take_while(|line| {
@@ -434,7 +433,9 @@ fn items_schema(key: &str, item: Value) -> Value {
 fn answer_list<'a>(answer: &'a Value, key: &str) -> Result<&'a Vec<Value>, LlmError> {
     match answer {
         Value::Array(list) => Ok(list),
-        Value::Object(map) => map.get(key).and_then(Value::as_array).ok_or_else(|| malformed(&format!("a list under {key:?}"))),
+        Value::Object(map) => {
+            map.get(key).and_then(Value::as_array).ok_or_else(|| malformed(&format!("a list under {key:?}")))
+        }
         _ => Err(malformed(&format!("a list under {key:?}"))),
     }
 }
@@ -511,7 +512,8 @@ mod tests {
 
     #[test]
     fn extraction_decisions_name_only_memories_the_model_was_shown() {
-        let existing = vec![memory("drawer_a", "Prefers Vim for editing."), memory("drawer_b", "Uses a standing desk.")];
+        let existing =
+            vec![memory("drawer_a", "Prefers Vim for editing."), memory("drawer_b", "Uses a standing desk.")];
         let request = extract_request(&[Turn { speaker: Speaker::User, text: "I use Helix now".into() }], &existing);
         assert!(request.messages[1].content.contains("[m1] (preference, user) editor: Prefers Vim for editing."));
         assert!(request.messages[1].content.ends_with("user: I use Helix now"));
@@ -527,8 +529,13 @@ mod tests {
         let checked = check_extraction(&answer, &existing).unwrap();
         let decisions: Vec<Decision> = checked.items.into_iter().flatten().collect();
         assert_eq!(checked.rejected, 4, "restated memory, unknown type, unknown id, second decision on m1");
-        assert!(matches!(&decisions[0], Decision::Add(m) if m.entity_name == "marathon" && m.scope == MemoryScope::User));
-        assert_eq!(decisions[1], Decision::Update { id: "drawer_a".into(), observation: "Uses Helix for editing.".into() });
+        assert!(
+            matches!(&decisions[0], Decision::Add(m) if m.entity_name == "marathon" && m.scope == MemoryScope::User)
+        );
+        assert_eq!(
+            decisions[1],
+            Decision::Update { id: "drawer_a".into(), observation: "Uses Helix for editing.".into() }
+        );
         assert_eq!(decisions[2], Decision::Delete { id: "drawer_b".into(), reason: "sold the desk".into() });
         assert!(check_extraction(&json!({"memories": []}), &existing).is_err());
         assert!(check_extraction(&json!({"new": []}), &existing).unwrap().items.is_empty(), "nothing to remember");
@@ -538,9 +545,11 @@ mod tests {
     fn conflict_verdicts_are_checked() {
         let request = conflict_request(&[Pair { older: "Deploy to us-east-1.", newer: "Deploy to eu-west-2." }]);
         assert!(request.messages[1].content.contains("<older>\nDeploy to us-east-1.\n</older>"));
-        let checked =
-            check_conflicts(&json!({"pairs": [{"id": 0, "contradicts": true, "reason": "region changed"}, {"id": 0}]}), 1)
-                .unwrap();
+        let checked = check_conflicts(
+            &json!({"pairs": [{"id": 0, "contradicts": true, "reason": "region changed"}, {"id": 0}]}),
+            1,
+        )
+        .unwrap();
         assert_eq!(checked.items[0], Some(Verdict { contradicts: true, reason: "region changed".into() }));
         assert_eq!(checked.rejected, 1);
     }

@@ -10,6 +10,7 @@
 //! The caller supplies fresh palaces (with the embedder it wants), so this
 //! crate names no backend and no provider.
 
+pub mod extraction;
 pub mod locomo;
 pub mod longmemeval;
 mod metrics;

@@ -105,8 +105,8 @@ pub(crate) async fn complete_claims(
         .prepare_cached(
             "UPDATE drawers SET state = $3, pipeline_tier = $4, memory_type = $5, importance = $6, \
              confidence = $7, summary = $8, entities = $9, entity_count = $10, triple_count = $11, \
-             retry_count = $12, updated_at = $13, claimed_by = NULL, claimed_until = NULL \
-             WHERE workspace_id = $1 AND id = $2 AND claimed_by = $14",
+             retry_count = $12, updated_at = $13, hall = $15, cluster_id = $16, claimed_by = NULL, \
+             claimed_until = NULL WHERE workspace_id = $1 AND id = $2 AND claimed_by = $14",
         )
         .await
         .ctx(c)?;
@@ -136,6 +136,8 @@ pub(crate) async fn complete_claims(
                     &i32::try_from(drawer.retry_count).unwrap_or(i32::MAX),
                     &drawer.updated_at,
                     &worker,
+                    &drawer.hall.as_ref().map(|h| h.as_str()),
+                    &drawer.cluster_id.as_ref().map(|c| c.as_str()),
                 ],
             )
             .await

@@ -353,8 +353,8 @@ pub trait StoreWrite: StoreRead {
 
     /// Completes claims `worker` holds: writes each drawer's processing
     /// outcome (state, pipeline tier, type, importance, confidence,
-    /// summary, entities and their mentions, entity and triple counts,
-    /// retry count, updated time) and releases the claim. A drawer whose
+    /// summary, hall, cluster, entities and their mentions, entity and
+    /// triple counts, retry count, updated time) and releases the claim. A drawer whose
     /// claim `worker` no longer holds (it expired and another worker took
     /// it) is left alone. Returns the ids completed.
     fn complete_claims(&self, workspace: &WorkspaceId, worker: &str, drawers: &[Drawer]) -> StoreResult<Vec<DrawerId>>;
