@@ -303,7 +303,7 @@ pub struct ExtractedTriple {
     /// Subject name.
     pub subject: String,
     /// Relation: uses, owns, maintains, prefers, works_at, manages.
-    pub predicate: &'static str,
+    pub predicate: String,
     /// Object name.
     pub object: String,
     /// For a switch: the object whose fact ends (`subject predicate old`).
@@ -552,7 +552,7 @@ pub fn extract(text: &str, known: &KnownNames, default_subject: Option<&str>) ->
                     add_entity(&mut extraction.entities, &after.name, after.kind);
                     extraction.triples.push(ExtractedTriple {
                         subject: subject.name.clone(),
-                        predicate: "uses",
+                        predicate: "uses".into(),
                         object: after.name.clone(),
                         replaces: Some(object.name.clone()),
                     });
@@ -564,7 +564,7 @@ pub fn extract(text: &str, known: &KnownNames, default_subject: Option<&str>) ->
                     add_entity(&mut extraction.entities, &after.name, after.kind);
                     extraction.triples.push(ExtractedTriple {
                         subject: subject.name.clone(),
-                        predicate: "uses",
+                        predicate: "uses".into(),
                         object: after.name.clone(),
                         replaces: Some(object.name.clone()),
                     });
@@ -582,7 +582,7 @@ pub fn extract(text: &str, known: &KnownNames, default_subject: Option<&str>) ->
                     add_entity(&mut extraction.entities, &object.name, EntityKind::Person);
                     extraction.triples.push(ExtractedTriple {
                         subject: subject.name.clone(),
-                        predicate: "manages",
+                        predicate: "manages".into(),
                         object: object.name.clone(),
                         replaces: None,
                     });
@@ -596,7 +596,7 @@ pub fn extract(text: &str, known: &KnownNames, default_subject: Option<&str>) ->
                 add_entity(&mut extraction.entities, &object.name, EntityKind::Person);
                 extraction.triples.push(ExtractedTriple {
                     subject: object.name.clone(),
-                    predicate: "manages",
+                    predicate: "manages".into(),
                     object: subject.name.clone(),
                     replaces: None,
                 });
@@ -624,7 +624,7 @@ pub fn extract(text: &str, known: &KnownNames, default_subject: Option<&str>) ->
                 add_entity(&mut extraction.entities, &object.name, object_kind);
                 extraction.triples.push(ExtractedTriple {
                     subject: subject.name.clone(),
-                    predicate,
+                    predicate: predicate.to_string(),
                     object: object.name.clone(),
                     replaces: None,
                 });
@@ -658,7 +658,7 @@ pub fn extract(text: &str, known: &KnownNames, default_subject: Option<&str>) ->
                 add_entity(&mut extraction.entities, &object, EntityKind::Unknown);
                 extraction.triples.push(ExtractedTriple {
                     subject: subject_name,
-                    predicate: "prefers",
+                    predicate: "prefers".into(),
                     object,
                     replaces: None,
                 });

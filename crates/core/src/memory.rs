@@ -187,6 +187,21 @@ pub fn turns_from_text(text: &str, user_names: &[&str]) -> Vec<Turn> {
 const SLOTS: &[(&str, &[&str])] = &[
     ("name", &["my name", "call me", "i'm called", "i go by"]),
     (
+        "deadline",
+        &[
+            "deadline",
+            "launch",
+            "release date",
+            "due",
+            "ship date",
+            "go-live",
+            "go live",
+            "demo day",
+            "launches",
+            "ships",
+        ],
+    ),
+    (
         "home city",
         &[
             "live in",
@@ -249,21 +264,6 @@ const SLOTS: &[(&str, &[&str])] = &[
         ],
     ),
     ("database", &["postgres", "postgresql", "mysql", "sqlite", "mongodb", "mongo", "dynamodb", "database", "redis"]),
-    (
-        "deadline",
-        &[
-            "deadline",
-            "launch",
-            "release date",
-            "due",
-            "ship date",
-            "go-live",
-            "go live",
-            "demo day",
-            "launches",
-            "ships",
-        ],
-    ),
     ("timezone", &["timezone", "time zone", "utc", "pst", "est", "cet"]),
     ("drink", &["coffee", "tea", "espresso", "latte"]),
     ("operating system", &["linux", "macos", "windows", "ubuntu", "arch", "fedora"]),
@@ -738,6 +738,30 @@ pub fn extract_by_rules(conversation: &[Turn], existing: &[ExistingMemory]) -> V
     decisions
 }
 
+/// Whether `newer` contradicts `older` without a model, conservatively:
+/// both speak of one slot (home city, editor, deadline…) and `newer` fills
+/// it with something `older` does not hold — another value ("we deploy to
+/// GCP now" after "we deploy to AWS"), or, for slots named by a noun
+/// ("the beta launch is April 24" after "…April 10"), other numbers or
+/// names in an otherwise similar sentence. Returns the slot.
+pub fn contradicts(older: &str, newer: &str) -> Option<&'static str> {
+    let slot = slot_of(newer)?;
+    if slot_of(older) != Some(slot) {
+        return None;
+    }
+    let new_values: Vec<&str> = slot_values(newer, slot, true).into_iter().filter(|v| !is_slot_noun(v)).collect();
+    let old_values: Vec<&str> = slot_values(older, slot, false).into_iter().filter(|v| !is_slot_noun(v)).collect();
+    if !new_values.is_empty() && !old_values.is_empty() {
+        return new_values.iter().all(|v| !old_values.contains(v)).then_some(slot);
+    }
+    let (mine, theirs) = (stems(newer), stems(older));
+    let shared = mine.iter().filter(|w| theirs.contains(w)).count();
+    let similar = !mine.is_empty() && shared * 2 >= mine.len().min(theirs.len());
+    let differs = !dedup::distinguishing_tokens(newer, older).is_empty()
+        && !dedup::distinguishing_tokens(older, newer).is_empty();
+    (similar && differs).then_some(slot)
+}
+
 /// Whether `new` says nothing `old` does not: same words, or no
 /// distinguishing token and most content words shared.
 fn restates(new: &str, old: &str) -> bool {
@@ -830,5 +854,17 @@ mod tests {
         let turns = turns_from_text("user: I live in Oslo.\nand I like it\nassistant: Nice!\n> quoted question", &[]);
         assert_eq!(turns, vec![user("I live in Oslo.\nand I like it"), assistant("Nice!"), user("quoted question")]);
         assert_eq!(turns_from_text("Alex: hello\nBot: hi", &["alex"]), vec![user("hello"), assistant("hi")]);
+    }
+
+    #[test]
+    fn contradictions_need_one_slot_and_another_value() {
+        assert_eq!(contradicts("We deploy to AWS.", "We deploy to GCP now."), Some("cloud"));
+        assert_eq!(
+            contradicts("The beta launch is on April 10.", "The beta launch moved to April 24."),
+            Some("deadline")
+        );
+        assert_eq!(contradicts("We deploy to AWS.", "We deploy to AWS and GCP."), None, "adds a value, keeps the old");
+        assert_eq!(contradicts("I use Vim.", "I live in Oslo."), None, "different slots");
+        assert_eq!(contradicts("We use Postgres.", "We use Postgres 15 for the API."), None);
     }
 }

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::classify::HALLS;
 use crate::drawer::MemoryType;
 use crate::llm::{AnswerSchema, ChatRequest, LlmError, Message, Task};
-use crate::memory::{Decision, EntityType, ExistingMemory, MemoryScope, NewMemory, Speaker, Turn};
+use crate::memory::{Decision, EntityType, ExistingMemory, MemoryScope, NewMemory, Turn};
 
 /// Characters of one drawer's text sent for classification.
 pub const CLASSIFY_TEXT_CHARS: usize = 2_000;
@@ -464,6 +464,7 @@ fn clip(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::Speaker;
 
     fn memory(id: &str, observation: &str) -> ExistingMemory {
         ExistingMemory {

@@ -384,7 +384,7 @@ impl Palace {
                 self.store().invalidate_triples(
                     self.workspace(),
                     &entity_id(&fact.subject),
-                    fact.predicate,
+                    &fact.predicate,
                     &entity_id(old),
                     ended,
                 )?;
@@ -393,9 +393,9 @@ impl Palace {
             let object = entity_id(&fact.object);
             let triple = Triple {
                 workspace_id: self.workspace().clone(),
-                id: Triple::make_id(&subject, fact.predicate, &object, Some(&when)),
+                id: Triple::make_id(&subject, &fact.predicate, &object, Some(&when)),
                 subject,
-                predicate: fact.predicate.to_string(),
+                predicate: fact.predicate.clone(),
                 object,
                 valid_from: Some(when),
                 valid_to: None,

@@ -20,6 +20,7 @@ pub mod ingest;
 pub mod kg;
 pub mod layers;
 pub mod layout;
+pub mod memories;
 pub mod palace;
 pub mod pool;
 pub mod search;
