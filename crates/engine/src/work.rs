@@ -19,15 +19,35 @@
 
 use std::time::Duration;
 
-use mempalace_core::classify::classify;
-use mempalace_core::extract::KnownNames;
-use mempalace_core::{Drawer, DrawerId, DrawerState, PipelineTier, Timestamp};
+use mempalace_core::classify::{classify, detect_hall};
+use mempalace_core::extract::{EntityKind, ExtractedEntity, ExtractedTriple, Extraction, KnownNames};
+use mempalace_core::llm::{LlmError, Task, read_json};
+use mempalace_core::memory::{Speaker, contradicts, turns_from_text};
+use mempalace_core::prompts::{
+    Classified, Pair, check_classification, check_conflicts, classify_request, conflict_request,
+};
+use mempalace_core::{Drawer, DrawerId, DrawerState, DrawerStatus, Hall, Importance, PipelineTier, Timestamp};
 
 use crate::error::EngineResult;
+use crate::memories::{ExtractOptions, ExtractPath, MEMORY_WING};
 use crate::palace::Palace;
 
 /// Raw drawers claimed per batch.
 pub const PROCESS_BATCH: usize = 64;
+/// Drawers classified per model call (seed 0: one structured call per
+/// batch, single calls when the batch's answer cannot be read).
+pub const LLM_BATCH: usize = 16;
+/// Neighbours above this cosine join a drawer's cluster (and are merged
+/// into it when they add nothing).
+pub const CLUSTER_COSINE: f32 = 0.85;
+/// Neighbours from this cosine up are checked for a contradiction. Seed 0
+/// uses 0.75 with OpenAI's embeddings; with MiniLM a changed value sits
+/// lower ("Production runs on AWS." / "Production runs on GCP now." is
+/// 0.63), and both judges — the model, or the slot rule — decide on the
+/// texts, not the cosine.
+pub const CONFLICT_COSINE: f32 = 0.6;
+/// Neighbours looked at per processed drawer.
+const NEIGHBOURS: usize = 5;
 /// How long a claim lasts; a worker that dies loses its claims after this.
 pub const CLAIM_LEASE: Duration = Duration::from_secs(300);
 /// Attempts before a drawer is marked `failed`.
@@ -80,6 +100,21 @@ pub struct ProcessReport {
     pub failed: usize,
     /// Claims that expired and went to another worker before completion.
     pub lost: usize,
+    /// Drawers the language model classified.
+    pub by_model: usize,
+    /// Why some or all drawers were classified without the model.
+    pub model_fallback: Option<String>,
+    /// Drawers merged into an older one they add nothing to.
+    pub merged: usize,
+    /// Drawers linked to a cluster of related ones.
+    pub clustered: usize,
+    /// Older drawers superseded by a processed one that contradicts them.
+    pub superseded: Vec<(DrawerId, DrawerId)>,
+    /// Facts ended because a newer drawer contradicts their source.
+    pub facts_ended: usize,
+    /// Memories extracted from the processed conversations: added,
+    /// updated, retracted.
+    pub memories: (usize, usize, usize),
 }
 
 impl ProcessReport {
@@ -89,6 +124,15 @@ impl ProcessReport {
         self.retried += other.retried;
         self.failed += other.failed;
         self.lost += other.lost;
+        self.by_model += other.by_model;
+        self.model_fallback = self.model_fallback.take().or(other.model_fallback);
+        self.merged += other.merged;
+        self.clustered += other.clustered;
+        self.superseded.extend(other.superseded);
+        self.facts_ended += other.facts_ended;
+        self.memories.0 += other.memories.0;
+        self.memories.1 += other.memories.1;
+        self.memories.2 += other.memories.2;
     }
 }
 
@@ -112,9 +156,14 @@ impl Palace {
             return Ok(report);
         }
         let known = KnownNames::new(self.store().entity_names(self.workspace())?);
+        let mut classified = self.classify_with_model(&claimed, &mut report);
         let mut outcomes: Vec<(Drawer, DrawerState)> = Vec::with_capacity(claimed.len());
-        for mut drawer in claimed {
-            let state = match self.process_one(&mut drawer, &known) {
+        for (at, mut drawer) in claimed.into_iter().enumerate() {
+            let result = match classified[at].take() {
+                Some(found) => self.apply_classification(&mut drawer, found),
+                None => self.process_one(&mut drawer, &known),
+            };
+            let state = match result {
                 Ok(()) => DrawerState::Processed,
                 Err(error) => {
                     drawer.retry_count += 1;
@@ -126,21 +175,329 @@ impl Palace {
             drawer.updated_at = now;
             outcomes.push((drawer, state));
         }
+        self.review_neighbours(&mut outcomes, &mut report)?;
         let drawers: Vec<Drawer> = outcomes.iter().map(|(d, _)| d.clone()).collect();
         let completed: std::collections::HashSet<DrawerId> =
             self.store().complete_claims(self.workspace(), worker, &drawers)?.into_iter().collect();
+        let mut done: Vec<Drawer> = Vec::new();
         for (drawer, state) in outcomes {
             if !completed.contains(&drawer.id) {
                 report.lost += 1;
                 continue;
             }
             match state {
-                DrawerState::Processed => report.processed.push(drawer.id),
+                DrawerState::Processed | DrawerState::Merged => {
+                    report.processed.push(drawer.id.clone());
+                    done.push(drawer);
+                }
                 DrawerState::Failed => report.failed += 1,
                 _ => report.retried += 1,
             }
         }
+        self.supersede_contradicted(&done, &mut report)?;
+        self.extract_from_conversations(&done, &mut report)?;
         Ok(report)
+    }
+
+    /// Classification of `drawers` by the language model, batch by batch:
+    /// `None` for each drawer it did not classify (then the heuristic path
+    /// runs). A batch whose answer cannot be read is asked again drawer
+    /// by drawer; any other model error stops asking for this pass.
+    fn classify_with_model(&self, drawers: &[Drawer], report: &mut ProcessReport) -> Vec<Option<Classified>> {
+        let mut out: Vec<Option<Classified>> = vec![None; drawers.len()];
+        let Some(llm) = self.llm() else {
+            report.model_fallback = Some("no language model is configured".into());
+            return out;
+        };
+        let ask = |texts: &[&str]| -> Result<Vec<Option<Classified>>, LlmError> {
+            let response = llm.chat(&classify_request(Task::Classify, texts))?;
+            Ok(check_classification(&read_json(&response.text)?, texts.len())?.items)
+        };
+        let mut start = 0;
+        while start < drawers.len() {
+            let end = (start + LLM_BATCH).min(drawers.len());
+            let texts: Vec<&str> = drawers[start..end].iter().map(|d| d.content.as_str()).collect();
+            let answer = match ask(&texts) {
+                Err(LlmError::Malformed(why)) if texts.len() > 1 => {
+                    tracing::warn!(%why, "a classification batch could not be read; asking drawer by drawer");
+                    Ok(vec![None; texts.len()])
+                }
+                other => other,
+            };
+            match answer {
+                Ok(items) => {
+                    for (offset, item) in items.into_iter().enumerate() {
+                        let item = match item {
+                            Some(item) => Some(item),
+                            None if texts.len() > 1 => {
+                                ask(&texts[offset..=offset]).ok().and_then(|mut one| one.pop().flatten())
+                            }
+                            None => None,
+                        };
+                        if item.is_some() {
+                            report.by_model += 1;
+                        }
+                        out[start + offset] = item;
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "classification fell back to the heuristic path");
+                    report.model_fallback = Some(error.to_string());
+                    break;
+                }
+            }
+            start = end;
+        }
+        out
+    }
+
+    fn apply_classification(&self, drawer: &mut Drawer, found: Classified) -> EngineResult<()> {
+        drawer.memory_type = Some(found.memory_type);
+        if drawer.hall.is_none() {
+            drawer.hall = Hall::parse(found.hall).ok();
+        }
+        drawer.importance = Importance::new(found.importance.clamp(0.0, 5.0))?;
+        drawer.summary = found.summary.or(drawer.summary.take());
+        drawer.pipeline_tier = PipelineTier::Llm;
+        let extraction = Extraction {
+            entities: found
+                .entities
+                .iter()
+                .map(|name| ExtractedEntity { name: name.clone(), kind: EntityKind::Unknown })
+                .collect(),
+            triples: found
+                .triples
+                .iter()
+                .map(|t| ExtractedTriple {
+                    subject: t.subject.clone(),
+                    predicate: t.predicate.clone(),
+                    object: t.object.clone(),
+                    replaces: None,
+                })
+                .collect(),
+        };
+        let mut entities = extraction.entities.clone();
+        for triple in &extraction.triples {
+            for name in [&triple.subject, &triple.object] {
+                if !entities.iter().any(|e| e.name.eq_ignore_ascii_case(name)) {
+                    entities.push(ExtractedEntity { name: name.clone(), kind: EntityKind::Unknown });
+                }
+            }
+        }
+        let extraction = Extraction { entities, ..extraction };
+        drawer.entities = extraction.entities.iter().map(|e| e.name.clone()).collect();
+        drawer.entity_count = drawer.entities.len() as u32;
+        drawer.triple_count = extraction.triples.len() as u32;
+        self.record_extraction(drawer, &extraction)
+    }
+
+    /// Clusters: a processed drawer with an older neighbour above
+    /// [`CLUSTER_COSINE`] joins the neighbour's cluster, and is merged
+    /// into it when it adds nothing (`core::dedup`).
+    fn review_neighbours(
+        &self,
+        outcomes: &mut [(Drawer, DrawerState)],
+        report: &mut ProcessReport,
+    ) -> EngineResult<()> {
+        for (drawer, state) in outcomes.iter_mut() {
+            if *state != DrawerState::Processed || drawer.cluster_id.is_some() {
+                continue;
+            }
+            let Some(near) = self.older_neighbours(drawer, CLUSTER_COSINE)?.into_iter().next() else {
+                continue;
+            };
+            drawer.cluster_id = Some(near.cluster_id.clone().unwrap_or_else(|| near.id.clone()));
+            if mempalace_core::dedup::judge(drawer.content.as_str(), near.content.as_str()).is_duplicate() {
+                *state = DrawerState::Merged;
+                drawer.state = DrawerState::Merged;
+                report.merged += 1;
+            } else {
+                report.clustered += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Active, older drawers of the same wing whose vectors are at least
+    /// `floor` similar to `drawer`'s, most similar first.
+    fn older_neighbours(&self, drawer: &Drawer, floor: f32) -> EngineResult<Vec<Drawer>> {
+        let Some(embedding) = &drawer.embedding else {
+            return Ok(Vec::new());
+        };
+        let filter = mempalace_store::DrawerFilter {
+            wings: vec![drawer.wing.as_str().to_string()],
+            viewer: drawer.owner_user_id.clone(),
+            ..mempalace_store::DrawerFilter::default()
+        };
+        let hits = self.nearest(&embedding.model, &embedding.vector, &filter, NEIGHBOURS + 1)?;
+        let close: Vec<DrawerId> = hits
+            .into_iter()
+            .filter(|(id, similarity)| *id != drawer.id && *similarity >= floor)
+            .map(|(id, _)| id)
+            .collect();
+        let mut found = self.store().drawers(self.workspace(), &close)?;
+        found.retain(|d| {
+            d.status == DrawerStatus::Active
+                && (d.filed_at, &d.id) < (drawer.filed_at, &drawer.id)
+                && d.owner_user_id == drawer.owner_user_id
+        });
+        Ok(found)
+    }
+
+    /// Conflicts: older neighbours from [`CONFLICT_COSINE`] up that a
+    /// processed drawer contradicts (the model's verdict, else
+    /// `core::memory::contradicts`) are marked superseded by it, and the
+    /// facts extracted from them whose subject and relation the newer
+    /// drawer restates are ended. Nothing is deleted.
+    fn supersede_contradicted(&self, done: &[Drawer], report: &mut ProcessReport) -> EngineResult<()> {
+        let mut pairs: Vec<(Drawer, Drawer)> = Vec::new();
+        for drawer in done.iter().filter(|d| d.state == DrawerState::Processed) {
+            for older in self.older_neighbours(drawer, CONFLICT_COSINE)? {
+                if !mempalace_core::dedup::judge(drawer.content.as_str(), older.content.as_str()).is_duplicate()
+                    && !pairs.iter().any(|(o, _)| o.id == older.id)
+                {
+                    pairs.push((older, drawer.clone()));
+                }
+            }
+        }
+        if pairs.is_empty() {
+            return Ok(());
+        }
+        let verdicts = self.judge_conflicts(&pairs, report);
+        for ((older, newer), verdict) in pairs.iter().zip(verdicts) {
+            let Some(reason) = verdict else {
+                continue;
+            };
+            if self.supersede(&older.id, &newer.id, &format!("contradicted by {}: {reason}", newer.id))? {
+                report.facts_ended += self.end_contradicted_facts(older, newer)?;
+                report.superseded.push((older.id.clone(), newer.id.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// One reason per contradicting pair, `None` for the others.
+    fn judge_conflicts(&self, pairs: &[(Drawer, Drawer)], report: &mut ProcessReport) -> Vec<Option<String>> {
+        let by_rules = |pairs: &[(Drawer, Drawer)]| -> Vec<Option<String>> {
+            pairs
+                .iter()
+                .map(|(older, newer)| {
+                    contradicts(older.content.as_str(), newer.content.as_str())
+                        .map(|slot| format!("another {slot} (rules)"))
+                })
+                .collect()
+        };
+        let Some(llm) = self.llm() else {
+            return by_rules(pairs);
+        };
+        let mut out = Vec::with_capacity(pairs.len());
+        for chunk in pairs.chunks(LLM_BATCH) {
+            let asked: Vec<Pair<'_>> =
+                chunk.iter().map(|(o, n)| Pair { older: o.content.as_str(), newer: n.content.as_str() }).collect();
+            let answer = llm
+                .chat(&conflict_request(&asked))
+                .and_then(|response| check_conflicts(&read_json(&response.text)?, asked.len()));
+            match answer {
+                Ok(checked) => {
+                    let rules = by_rules(chunk);
+                    for (verdict, fallback) in checked.items.into_iter().zip(rules) {
+                        out.push(match verdict {
+                            Some(v) if v.contradicts => {
+                                Some(if v.reason.is_empty() { "the model".into() } else { v.reason })
+                            }
+                            Some(_) => None,
+                            None => fallback,
+                        });
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "conflict check fell back to the rules");
+                    report.model_fallback.get_or_insert_with(|| error.to_string());
+                    out.extend(by_rules(chunk));
+                }
+            }
+        }
+        out
+    }
+
+    /// Ends the open facts cited from `older` whose subject and relation
+    /// a fact cited from `newer` restates with another object.
+    fn end_contradicted_facts(&self, older: &Drawer, newer: &Drawer) -> EngineResult<usize> {
+        let triples = self.store().triples(self.workspace())?;
+        let from = |drawer: &Drawer| {
+            triples
+                .iter()
+                .filter(|t| t.source_drawer_id.as_ref() == Some(&drawer.id) && t.valid_to.is_none())
+                .collect::<Vec<_>>()
+        };
+        let (old_facts, new_facts) = (from(older), from(newer));
+        let ended_at = newer.filed_at;
+        let mut ended = 0;
+        for old in old_facts {
+            if new_facts
+                .iter()
+                .any(|n| n.subject == old.subject && n.predicate == old.predicate && n.object != old.object)
+            {
+                ended += self.store().invalidate_triples(
+                    self.workspace(),
+                    &old.subject,
+                    &old.predicate,
+                    &old.object,
+                    ended_at,
+                )?;
+            }
+        }
+        Ok(ended)
+    }
+
+    /// Memory extraction over the conversations among `done` (drawers whose
+    /// text has a user's turns), one extraction per conversation (session,
+    /// else source file), in filing order. Memories themselves are not
+    /// read again.
+    fn extract_from_conversations(&self, done: &[Drawer], report: &mut ProcessReport) -> EngineResult<()> {
+        let mut groups: Vec<(String, Option<String>, Vec<&Drawer>)> = Vec::new();
+        for drawer in done {
+            if drawer.wing.as_str() == MEMORY_WING || drawer.added_by == crate::memories::EXTRACTOR {
+                continue;
+            }
+            let key = drawer
+                .session_id
+                .clone()
+                .or_else(|| drawer.source_file.clone())
+                .unwrap_or_else(|| drawer.id.as_str().to_string());
+            match groups.iter_mut().find(|(k, owner, _)| *k == key && *owner == drawer.owner_user_id) {
+                Some((_, _, members)) => members.push(drawer),
+                None => groups.push((key, drawer.owner_user_id.clone(), vec![drawer])),
+            }
+        }
+        for (key, owner, mut members) in groups {
+            members.sort_by(|a, b| (a.filed_at, a.chunk_index, &a.id).cmp(&(b.filed_at, b.chunk_index, &b.id)));
+            let turns: Vec<_> = members.iter().flat_map(|d| turns_from_text(d.content.as_str(), &[])).collect();
+            if !turns.iter().any(|t| t.speaker == Speaker::User) {
+                continue;
+            }
+            let options = ExtractOptions {
+                user: owner,
+                source: members[0].source_file.clone(),
+                session: members[0].session_id.clone(),
+                ..ExtractOptions::default()
+            };
+            let extracted = self.extract_memories(&turns, &options)?;
+            if let ExtractPath::Rules(why) = &extracted.path {
+                tracing::debug!(conversation = %key, %why, "memories extracted by the rules");
+            }
+            for applied in &extracted.applied {
+                match applied.decision {
+                    mempalace_core::memory::Decision::Add(_) if applied.filed.is_some() => report.memories.0 += 1,
+                    mempalace_core::memory::Decision::Update { .. } if applied.filed.is_some() => {
+                        report.memories.1 += 1
+                    }
+                    mempalace_core::memory::Decision::Delete { .. } => report.memories.2 += 1,
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Processes raw drawers in every workspace of the palace until none is
@@ -164,6 +521,9 @@ impl Palace {
     fn process_one(&self, drawer: &mut Drawer, known: &KnownNames) -> EngineResult<()> {
         if drawer.memory_type.is_none() {
             drawer.memory_type = Some(classify(drawer.content.as_str()).memory_type);
+        }
+        if drawer.hall.is_none() {
+            drawer.hall = Hall::parse(detect_hall(drawer.content.as_str())).ok();
         }
         drawer.pipeline_tier = PipelineTier::Heuristic;
         if drawer.entities.is_empty() {

@@ -1,0 +1,115 @@
+//! The cold path and memory extraction on a real palace (SQLite and
+//! PostgreSQL) without a language model: `process` classifies and files
+//! raw drawers in their hall, merges a repeat into its cluster, supersedes
+//! an older drawer a newer one contradicts (ending the older one's fact),
+//! and extracts memories from conversations, user-scoped to their owner;
+//! extraction updates and retracts stored memories without deleting any.
+//! The model path is tested through the real client against a local
+//! protocol server in the binary's tests.
+
+// Tests take their setup (model directory, servers) from the environment
+// that scripts/test.sh prepares.
+#![allow(clippy::disallowed_methods)]
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use common::{Backend, Fixture};
+use mempalace_core::memory::{Decision, MemoryScope, Speaker, Turn};
+use mempalace_core::{DrawerState, DrawerStatus, PipelineTier, Room, Wing, WorkspaceId};
+use mempalace_embed::Embedder;
+use mempalace_embed::files::minilm_dir;
+use mempalace_embed::minilm::MiniLm;
+use mempalace_engine::memories::{ExtractOptions, ExtractPath, MEMORY_WING};
+use mempalace_engine::{IngestRequest, Palace};
+
+fn minilm() -> Arc<dyn Embedder> {
+    static MODEL: OnceLock<Arc<MiniLm>> = OnceLock::new();
+    let root = std::env::var_os("MEMPALACE_MODEL_DIR")
+        .map(PathBuf::from)
+        .expect("MEMPALACE_MODEL_DIR is not set; run ./scripts/test.sh (it fetches the models)");
+    MODEL.get_or_init(|| Arc::new(MiniLm::load(&minilm_dir(&root)).expect("load MiniLM"))).clone()
+}
+
+fn palace(backend: Backend) -> (Fixture, Palace) {
+    let (fixture, store) = common::store(backend).expect("PostgreSQL tests skipped");
+    (fixture, Palace::new(store, WorkspaceId::default_workspace()).with_embedder(minilm()))
+}
+
+fn file(
+    palace: &Palace,
+    wing: &str,
+    text: &str,
+    session: Option<&str>,
+    owner: Option<&str>,
+) -> mempalace_core::DrawerId {
+    let mut request = IngestRequest::new(Wing::parse(wing).unwrap(), Room::parse("notes").unwrap(), text, "test");
+    request.raw = true;
+    request.session_id = session.map(str::to_string);
+    request.owner_user_id = owner.map(str::to_string);
+    palace.ingest(request).unwrap().drawer_ids()[0].clone()
+}
+
+fn the_cold_path_classifies_clusters_and_supersedes(backend: Backend) {
+    let (_fixture, palace) = palace(backend);
+    let old = file(&palace, "infra", "Production runs on AWS.", None, None);
+    palace.process_all("first").unwrap();
+    let first = palace.drawer(&old).unwrap();
+    assert_eq!((first.state, first.pipeline_tier), (DrawerState::Processed, PipelineTier::Heuristic));
+    assert_eq!(first.hall.as_ref().map(|h| h.as_str()), Some("general"), "no hall keyword");
+    let new = file(&palace, "infra", "Production runs on GCP now.", None, None);
+    let report = palace.process_all("second").unwrap();
+    assert_eq!(report.model_fallback.as_deref(), Some("no language model is configured"));
+    assert_eq!(report.superseded, vec![(old.clone(), new.clone())], "{report:?}");
+    let older = palace.drawer(&old).unwrap();
+    assert_eq!((older.status, older.superseded_by.as_ref()), (DrawerStatus::Superseded, Some(&new)));
+    assert!(older.status_reason.unwrap().contains("cloud"), "the rules say which slot changed");
+    // Nothing is deleted: the superseded drawer is still there, hidden.
+    assert_eq!(palace.drawer(&new).unwrap().status, DrawerStatus::Active);
+}
+
+fn conversations_yield_scoped_memories_that_later_ones_update(backend: Backend) {
+    let (_fixture, palace) = palace(backend);
+    let talk = "user: I live in Berlin and I always use pnpm.\nassistant: Noted!\nuser: In this repo we use Vitest for tests.\nassistant: Got it.";
+    file(&palace, "chat", talk, Some("s1"), Some("alex"));
+    let report = palace.process_all("worker").unwrap();
+    assert_eq!(report.memories, (3, 0, 0), "{report:?}");
+    let alex = palace.memories(Some("alex")).unwrap();
+    let scopes: Vec<(MemoryScope, Option<&str>)> =
+        alex.iter().map(|m| (m.memory.scope, m.drawer.owner_user_id.as_deref())).collect();
+    assert_eq!(
+        scopes,
+        vec![(MemoryScope::User, Some("alex")), (MemoryScope::User, Some("alex")), (MemoryScope::Workspace, None)],
+        "personal memories first, owned by the user; the workspace one shared"
+    );
+    assert!(alex.iter().all(|m| m.drawer.wing.as_str() == MEMORY_WING));
+    let others = palace.memories(Some("sam")).unwrap();
+    assert_eq!(others.len(), 1, "another user sees only the workspace memory");
+    assert_eq!(others[0].memory.scope, MemoryScope::Workspace);
+
+    let later = [
+        Turn { speaker: Speaker::User, text: "Big news: I moved to Lisbon last month.".into() },
+        Turn { speaker: Speaker::User, text: "I don't touch pnpm anymore, forget that.".into() },
+    ];
+    let options = ExtractOptions { user: Some("alex".into()), ..ExtractOptions::default() };
+    let dry = palace.extract_memories(&later, &ExtractOptions { dry_run: true, ..options.clone() }).unwrap();
+    assert_eq!(dry.applied.len(), 2);
+    assert_eq!(palace.memories(Some("alex")).unwrap().len(), 3, "a dry run writes nothing");
+    let done = palace.extract_memories(&later, &options).unwrap();
+    assert!(matches!(done.path, ExtractPath::Rules(_)));
+    let kinds: Vec<&str> = done.applied.iter().map(|a| a.decision.kind()).collect();
+    assert_eq!(kinds, vec!["update", "delete"], "{done:?}");
+    let Decision::Update { id: berlin, .. } = &done.applied[0].decision else { unreachable!() };
+    let old = palace.drawer(&mempalace_core::DrawerId::parse(berlin).unwrap()).unwrap();
+    assert_eq!(old.status, DrawerStatus::Superseded);
+    assert_eq!(old.superseded_by, done.applied[0].filed);
+    let now: Vec<String> = palace.memories(Some("alex")).unwrap().into_iter().map(|m| m.memory.observation).collect();
+    assert!(
+        now.iter().any(|o| o.contains("Lisbon")) && !now.iter().any(|o| o.contains("Berlin") || o.contains("pnpm")),
+        "{now:?}"
+    );
+}
+
+on_both!(the_cold_path_classifies_clusters_and_supersedes, conversations_yield_scoped_memories_that_later_ones_update);
