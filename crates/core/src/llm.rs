@@ -228,10 +228,10 @@ impl<L: Llm + ?Sized> Llm for std::sync::Arc<L> {
 /// order mark, trailing commas. Returns the first complete object or array.
 pub fn read_json(text: &str) -> Result<Value, LlmError> {
     let text = text.trim_start_matches('\u{feff}').trim();
-    if let Ok(value) = serde_json::from_str::<Value>(text) {
-        if value.is_object() || value.is_array() {
-            return Ok(value);
-        }
+    if let Ok(value) = serde_json::from_str::<Value>(text)
+        && (value.is_object() || value.is_array())
+    {
+        return Ok(value);
     }
     let mut offset = 0;
     while let Some(start) = text[offset..].find(['{', '[']).map(|at| at + offset) {

@@ -519,16 +519,16 @@ fn slot_values(text: &str, slot: &str, skip_negated: bool) -> Vec<&'static str> 
 /// Whether `sentence` restates `memory`: the same slot values (none
 /// new), or the same words.
 fn restates_memory(sentence: &str, memory: &ExistingMemory) -> bool {
-    if let (Some(slot), Some(theirs)) = (slot_of(sentence), memory_slot(memory)) {
-        if slot == theirs {
-            let new_values = slot_values(sentence, slot, true);
-            let old_values = slot_values(&format!("{} {}", memory.entity_name, memory.observation), slot, false);
-            let value_cues = !new_values.is_empty() && new_values.iter().any(|v| !is_slot_noun(v));
-            if value_cues {
-                return new_values.iter().all(|v| old_values.contains(v) || is_slot_noun(v));
-            }
-            return dedup::distinguishing_tokens(sentence, &memory.observation).is_empty();
+    if let (Some(slot), Some(theirs)) = (slot_of(sentence), memory_slot(memory))
+        && slot == theirs
+    {
+        let new_values = slot_values(sentence, slot, true);
+        let old_values = slot_values(&format!("{} {}", memory.entity_name, memory.observation), slot, false);
+        let value_cues = !new_values.is_empty() && new_values.iter().any(|v| !is_slot_noun(v));
+        if value_cues {
+            return new_values.iter().all(|v| old_values.contains(v) || is_slot_noun(v));
         }
+        return dedup::distinguishing_tokens(sentence, &memory.observation).is_empty();
     }
     restates(sentence, &memory.observation)
 }
@@ -598,10 +598,10 @@ fn not_lasting(sentence: &str) -> bool {
 /// least one).
 fn target<'a>(sentence: &str, existing: &'a [ExistingMemory], taken: &[String]) -> Option<&'a ExistingMemory> {
     let open = existing.iter().filter(|m| !taken.contains(&m.id));
-    if let Some(slot) = slot_of(sentence) {
-        if let Some(found) = open.clone().find(|m| memory_slot(m) == Some(slot)) {
-            return Some(found);
-        }
+    if let Some(slot) = slot_of(sentence)
+        && let Some(found) = open.clone().find(|m| memory_slot(m) == Some(slot))
+    {
+        return Some(found);
     }
     let words = stems(sentence);
     open.map(|m| {
@@ -651,12 +651,11 @@ pub fn extract_by_rules(conversation: &[Turn], existing: &[ExistingMemory]) -> V
             continue;
         }
         let mut statements = sentences(&turn.text);
-        if statements.first().is_some_and(|first| r.confirmation.is_match(first)) {
-            if let Some(previous) =
+        if statements.first().is_some_and(|first| r.confirmation.is_match(first))
+            && let Some(previous) =
                 at.checked_sub(1).map(|i| &conversation[i]).filter(|t| t.speaker == Speaker::Assistant)
-            {
-                statements.extend(confirmed_restatement(&previous.text));
-            }
+        {
+            statements.extend(confirmed_restatement(&previous.text));
         }
         let mut index = 0;
         while index < statements.len() {
