@@ -7,6 +7,8 @@
 // The misses are shown on request (MEMPALACE_SHOW_MISSES), read from the
 // environment like the other tests' setup.
 #![allow(clippy::disallowed_methods)]
+// The figures are printed for BENCHMARKS.md, on stderr (`--nocapture`).
+#![allow(clippy::print_stderr)]
 
 use std::path::PathBuf;
 
