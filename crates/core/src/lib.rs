@@ -82,6 +82,7 @@ pub mod origin;
 pub mod project;
 pub mod query;
 pub mod roomset;
+pub mod secret;
 pub mod session;
 pub mod time;
 pub mod tunnel;

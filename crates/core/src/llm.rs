@@ -207,6 +207,12 @@ pub trait Llm: Send + Sync {
 
     /// Sends one request.
     fn chat(&self, request: &ChatRequest) -> LlmResult<ChatResponse>;
+
+    /// What the model has cost this process so far (calls, tokens, dollars
+    /// per task), as JSON for `status` and metrics; `None` when not counted.
+    fn usage_report(&self) -> Option<Value> {
+        None
+    }
 }
 
 impl<L: Llm + ?Sized> Llm for std::sync::Arc<L> {
@@ -221,6 +227,10 @@ impl<L: Llm + ?Sized> Llm for std::sync::Arc<L> {
     fn chat(&self, request: &ChatRequest) -> LlmResult<ChatResponse> {
         (**self).chat(request)
     }
+
+    fn usage_report(&self) -> Option<Value> {
+        (**self).usage_report()
+    }
 }
 
 /// Reads the JSON document in a model's answer, tolerating what models
@@ -228,10 +238,10 @@ impl<L: Llm + ?Sized> Llm for std::sync::Arc<L> {
 /// order mark, trailing commas. Returns the first complete object or array.
 pub fn read_json(text: &str) -> Result<Value, LlmError> {
     let text = text.trim_start_matches('\u{feff}').trim();
-    if let Ok(value) = serde_json::from_str::<Value>(text) {
-        if value.is_object() || value.is_array() {
-            return Ok(value);
-        }
+    if let Ok(value) = serde_json::from_str::<Value>(text)
+        && (value.is_object() || value.is_array())
+    {
+        return Ok(value);
     }
     let mut offset = 0;
     while let Some(start) = text[offset..].find(['{', '[']).map(|at| at + offset) {
