@@ -84,6 +84,7 @@ pub mod project;
 pub mod prompts;
 pub mod query;
 pub mod roomset;
+pub mod secret;
 pub mod session;
 pub mod time;
 pub mod tunnel;

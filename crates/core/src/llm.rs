@@ -207,6 +207,12 @@ pub trait Llm: Send + Sync {
 
     /// Sends one request.
     fn chat(&self, request: &ChatRequest) -> LlmResult<ChatResponse>;
+
+    /// What the model has cost this process so far (calls, tokens, dollars
+    /// per task), as JSON for `status` and metrics; `None` when not counted.
+    fn usage_report(&self) -> Option<Value> {
+        None
+    }
 }
 
 impl<L: Llm + ?Sized> Llm for std::sync::Arc<L> {
@@ -220,6 +226,10 @@ impl<L: Llm + ?Sized> Llm for std::sync::Arc<L> {
 
     fn chat(&self, request: &ChatRequest) -> LlmResult<ChatResponse> {
         (**self).chat(request)
+    }
+
+    fn usage_report(&self) -> Option<Value> {
+        (**self).usage_report()
     }
 }
 

@@ -9,7 +9,6 @@
 //! (`openai:…`, `ollama:…`) so remote vectors never mix with local ones.
 //! Cooldown after repeated failures is the job of `resilient::Resilient`.
 
-use std::fmt;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -19,27 +18,7 @@ use serde_json::json;
 
 use crate::{EmbedError, EmbedResult, Embedder};
 
-/// A credential that never shows in `Debug` output or logs.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
-
-impl Secret {
-    /// Wraps a secret.
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The secret itself, for the one place that sends it.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
-    }
-}
+pub use mempalace_core::secret::Secret;
 
 /// Which protocol an endpoint speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -27,6 +27,17 @@ const OUR_KEYS: &[&str] = &[
     "max_entities",
     "max_triples",
     "model_hub_url",
+    "llm",
+    "llm_provider",
+    "llm_base_url",
+    "llm_api_key",
+    "llm_model",
+    "llm_models",
+    "llm_timeout_s",
+    "llm_max_concurrency",
+    "llm_price_input_per_mtok",
+    "llm_price_output_per_mtok",
+    "llm_budget_usd",
 ];
 
 /// Keys the Python MemPalace writes or reads. Accepted so an existing config
@@ -77,6 +88,35 @@ pub struct ConfigFile {
     pub max_triples: Option<u64>,
     /// `model_hub_url`: the Hugging Face hub or a mirror, for `model fetch`.
     pub model_hub_url: Option<String>,
+    /// The language model's keys (`llm`, `llm_*`).
+    pub llm: LlmFile,
+}
+
+/// The `llm*` keys of `config.json`.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct LlmFile {
+    /// `llm`: "on" or "off".
+    pub switch: Option<String>,
+    /// `llm_provider`.
+    pub provider: Option<String>,
+    /// `llm_base_url`.
+    pub base_url: Option<String>,
+    /// `llm_api_key`.
+    pub api_key: Option<String>,
+    /// `llm_model`.
+    pub model: Option<String>,
+    /// `llm_models`: task → model.
+    pub models: BTreeMap<mempalace_core::llm::Task, String>,
+    /// `llm_timeout_s`.
+    pub timeout_s: Option<f64>,
+    /// `llm_max_concurrency`.
+    pub max_concurrency: Option<u64>,
+    /// `llm_price_input_per_mtok`.
+    pub price_input_per_mtok: Option<f64>,
+    /// `llm_price_output_per_mtok`.
+    pub price_output_per_mtok: Option<f64>,
+    /// `llm_budget_usd`.
+    pub budget_usd: Option<f64>,
 }
 
 impl ConfigFile {
@@ -131,6 +171,41 @@ impl ConfigFile {
                 "max_triples" => {
                     config.max_triples = Some(value.as_u64().ok_or_else(|| bad_value("a whole number"))?);
                 }
+                "llm" | "llm_provider" | "llm_base_url" | "llm_api_key" | "llm_model" => {
+                    // `llm` also takes a boolean.
+                    let text = match value {
+                        Value::Bool(on) if key == "llm" => if *on { "on" } else { "off" }.to_string(),
+                        _ => value.as_str().ok_or_else(|| bad_value("a string"))?.to_string(),
+                    };
+                    match key.as_str() {
+                        "llm" => config.llm.switch = Some(text),
+                        "llm_provider" => config.llm.provider = Some(text),
+                        "llm_base_url" => config.llm.base_url = Some(text),
+                        "llm_api_key" => config.llm.api_key = Some(text),
+                        _ => config.llm.model = Some(text),
+                    }
+                }
+                "llm_models" => {
+                    let expected = "an object of task → model, tasks being classify, conflict, enrich, extract, probe";
+                    let map = value.as_object().ok_or_else(|| bad_value(expected))?;
+                    for (task, model) in map {
+                        let task = task.parse::<mempalace_core::llm::Task>().map_err(|_| bad_value(expected))?;
+                        let model = model.as_str().ok_or_else(|| bad_value(expected))?;
+                        config.llm.models.insert(task, model.to_string());
+                    }
+                }
+                "llm_timeout_s" | "llm_price_input_per_mtok" | "llm_price_output_per_mtok" | "llm_budget_usd" => {
+                    let number = value.as_f64().ok_or_else(|| bad_value("a number"))?;
+                    match key.as_str() {
+                        "llm_timeout_s" => config.llm.timeout_s = Some(number),
+                        "llm_price_input_per_mtok" => config.llm.price_input_per_mtok = Some(number),
+                        "llm_price_output_per_mtok" => config.llm.price_output_per_mtok = Some(number),
+                        _ => config.llm.budget_usd = Some(number),
+                    }
+                }
+                "llm_max_concurrency" => {
+                    config.llm.max_concurrency = Some(value.as_u64().ok_or_else(|| bad_value("a whole number"))?);
+                }
                 known if MEMPALACE_KEYS.contains(&known) => {
                     tracing::debug!(key, "config key of the Python MemPalace has no effect here");
                 }
@@ -159,6 +234,14 @@ pub struct Overrides {
     pub model_dir: Option<PathBuf>,
     /// `--embedder`.
     pub embedder: Option<EmbedderKind>,
+    /// `--llm-base-url`.
+    pub llm_base_url: Option<String>,
+    /// `--llm-model`.
+    pub llm_model: Option<String>,
+    /// `--llm-provider`.
+    pub llm_provider: Option<String>,
+    /// `--no-llm`.
+    pub no_llm: bool,
 }
 
 /// Which embedding provider to use (`--embedder`, `MEMPALACE_EMBEDDER`,
@@ -251,6 +334,22 @@ pub struct Settings {
     /// The MCP server's ingestion pool (`CRAWBL_AUTOINGEST_WORKERS`,
     /// `CRAWBL_AUTOINGEST_CAPACITY`, or their `MEMPALACE_` spellings).
     pub ingest_pool: mempalace_engine::pool::PoolConfig,
+    /// The language model (docs/llm.md).
+    pub llm: LlmSetting,
+    /// The kill-switch marker `llm.off`: in the palace directory, or for a
+    /// PostgreSQL palace in `~/.mempalace`.
+    pub llm_marker: Option<PathBuf>,
+}
+
+/// Whether and how a language model is used.
+#[derive(Debug, Clone)]
+pub enum LlmSetting {
+    /// No base URL configured (the default): every job runs deterministic.
+    NotConfigured,
+    /// Switched off by a setting; names it (`MEMPALACE_LLM=off`, …).
+    Off(String),
+    /// A client to build.
+    On(Box<mempalace_llm::LlmConfig>),
 }
 
 impl Settings {
@@ -539,6 +638,11 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
         Some("1" | "true" | "yes" | "on") => true,
         Some(other) => bail!("HF_HUB_OFFLINE={other:?} is not understood; use 1 (skip the hub) or 0"),
     };
+    let llm_marker = match &database_url {
+        Some(_) => home.map(|home| home.join(".mempalace").join("llm.off")),
+        None => palace_file(&palace).parent().map(|dir| dir.join("llm.off")),
+    };
+    let llm = resolve_llm(env, &config.llm, flags, llm_marker.clone())?;
     Ok(Settings {
         home: home.map(Path::to_path_buf),
         model_hub_url,
@@ -565,7 +669,133 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
                 1 << 20,
             )?,
         },
+        llm,
+        llm_marker,
     })
+}
+
+/// Reads an on/off switch.
+fn switch(text: &str, origin: &str) -> Result<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "1" | "yes" => Ok(true),
+        "off" | "false" | "0" | "no" => Ok(false),
+        other => bail!("{origin} is {other:?}; use \"on\" or \"off\""),
+    }
+}
+
+/// Resolves the language model: `--no-llm`, `MEMPALACE_LLM`, `llm` decide
+/// whether; the base URL decides whether one is configured at all (flag,
+/// `MEMPALACE_LLM_BASE_URL`, `CRAWBL_LLM_BASE_URL`, `llm_base_url`, then
+/// `CRAWBL_EMBED_BASE_URL`); the rest fills the client's settings. The seed's
+/// `CRAWBL_EMBED_API_KEY` is sent only to a base URL that came from a
+/// `CRAWBL_` variable.
+fn resolve_llm(
+    env: &BTreeMap<String, String>,
+    file: &LlmFile,
+    flags: &Overrides,
+    marker: Option<PathBuf>,
+) -> Result<LlmSetting> {
+    use mempalace_core::llm::Task;
+    use mempalace_llm::{LlmConfig, Prices, Provider, Secret};
+    let var = |name: &str| {
+        env.get(name).map(|v| v.trim()).filter(|v| !v.is_empty()).map(|v| (name.to_string(), v.to_string()))
+    };
+    if flags.no_llm {
+        return Ok(LlmSetting::Off("--no-llm".into()));
+    }
+    if let Some((name, value)) = var("MEMPALACE_LLM") {
+        if !switch(&value, &name)? {
+            return Ok(LlmSetting::Off(format!("{name}={value}")));
+        }
+    } else if let Some(value) = &file.switch
+        && !switch(value, "config.json llm")?
+    {
+        return Ok(LlmSetting::Off(format!("llm = {value:?} in config.json")));
+    }
+    let flag = |value: &Option<String>, name: &str| {
+        value.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(|v| (name.to_string(), v.to_string()))
+    };
+    let from_file = |value: &Option<String>, key: &str| flag(value, &format!("{key} in config.json"));
+    let base = flag(&flags.llm_base_url, "--llm-base-url")
+        .or_else(|| var("MEMPALACE_LLM_BASE_URL"))
+        .or_else(|| var("CRAWBL_LLM_BASE_URL"))
+        .or_else(|| from_file(&file.base_url, "llm_base_url"))
+        .or_else(|| var("CRAWBL_EMBED_BASE_URL"));
+    let Some((base_origin, base_url)) = base else { return Ok(LlmSetting::NotConfigured) };
+    let from_seed = base_origin.starts_with("CRAWBL_");
+    let provider = match flag(&flags.llm_provider, "--llm-provider")
+        .or_else(|| var("MEMPALACE_LLM_PROVIDER"))
+        .or_else(|| from_file(&file.provider, "llm_provider"))
+    {
+        Some((origin, name)) => Provider::parse(&name)
+            .with_context(|| format!("{origin} is {name:?}; the LLM provider is openai or ollama"))?,
+        None => Provider::OpenAi,
+    };
+    let model = flag(&flags.llm_model, "--llm-model")
+        .or_else(|| var("MEMPALACE_LLM_MODEL"))
+        .or_else(|| from_file(&file.model, "llm_model"))
+        .map(|(_, model)| model)
+        .or_else(|| from_seed.then(|| "gpt-4o-mini".to_string()))
+        .with_context(|| {
+            format!(
+                "a language model is configured ({base_origin}) but not which model to ask: set MEMPALACE_LLM_MODEL \
+                 or llm_model in config.json (e.g. gpt-4o-mini, or llama3.2 on Ollama), or --no-llm to go without"
+            )
+        })?;
+    let mut config = LlmConfig::new(provider, base_url, model);
+    config.api_key = var("MEMPALACE_LLM_API_KEY")
+        .or_else(|| var("CRAWBL_LLM_API_KEY"))
+        .or_else(|| from_file(&file.api_key, "llm_api_key"))
+        .or_else(|| if from_seed { var("CRAWBL_EMBED_API_KEY") } else { None })
+        .map(|(_, key)| Secret::new(key));
+    for task in Task::ALL {
+        let name = format!("MEMPALACE_LLM_{}_MODEL", task.as_str().to_ascii_uppercase());
+        let model = var(&name)
+            .or_else(|| if *task == Task::Classify { var("CRAWBL_CLASSIFY_MODEL") } else { None })
+            .map(|(_, model)| model)
+            .or_else(|| file.models.get(task).cloned());
+        if let Some(model) = model {
+            config.models.insert(*task, model);
+        }
+    }
+    let number = |name: &str, configured: Option<f64>| -> Result<Option<(String, f64)>> {
+        match var(name) {
+            Some((name, value)) => match value.parse::<f64>() {
+                Ok(number) if number.is_finite() && number >= 0.0 => Ok(Some((name, number))),
+                _ => bail!("{name}={value:?} is not a number of zero or more"),
+            },
+            None => Ok(configured.map(|number| {
+                (format!("{} in config.json", name.trim_start_matches("MEMPALACE_").to_ascii_lowercase()), number)
+            })),
+        }
+    };
+    if let Some((origin, seconds)) = number("MEMPALACE_LLM_TIMEOUT_S", file.timeout_s)? {
+        if !(seconds > 0.0 && seconds <= 3600.0) {
+            bail!("{origin} is {seconds}; the LLM timeout is a number of seconds above 0 and at most 3600");
+        }
+        config.timeout = std::time::Duration::from_secs_f64(seconds);
+        config.connect_timeout = config.connect_timeout.min(config.timeout);
+    }
+    if let Some((origin, most)) = number("MEMPALACE_LLM_MAX_CONCURRENCY", file.max_concurrency.map(|n| n as f64))? {
+        if !((1.0..=256.0).contains(&most) && most.fract() == 0.0) {
+            bail!("{origin} is {most}; calls in flight are a whole number from 1 to 256");
+        }
+        config.max_concurrency = most as usize;
+    }
+    let input = number("MEMPALACE_LLM_PRICE_INPUT_PER_MTOK", file.price_input_per_mtok)?;
+    let output = number("MEMPALACE_LLM_PRICE_OUTPUT_PER_MTOK", file.price_output_per_mtok)?;
+    config.prices = match (input, output) {
+        (Some((_, input_per_mtok)), Some((_, output_per_mtok))) => Some(Prices { input_per_mtok, output_per_mtok }),
+        (None, None) => None,
+        (Some((origin, _)), None) | (None, Some((origin, _))) => bail!(
+            "{origin} is set without its pair: set both llm_price_input_per_mtok and llm_price_output_per_mtok \
+             (MEMPALACE_LLM_PRICE_INPUT_PER_MTOK, MEMPALACE_LLM_PRICE_OUTPUT_PER_MTOK)"
+        ),
+    };
+    config.budget_usd = number("MEMPALACE_LLM_BUDGET_USD", file.budget_usd)?.map(|(_, budget)| budget);
+    config.kill_switch = marker;
+    config.check().map_err(|problem| anyhow::anyhow!("{problem} ({base_origin} configured the language model)"))?;
+    Ok(LlmSetting::On(Box::new(config)))
 }
 
 /// The user's files beside the palace: `hooks` in `config.json` and the
@@ -824,5 +1054,161 @@ mod embedder_tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("MEMPALACE_EMBED_BASE_URL"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod llm_tests {
+    use super::*;
+    use mempalace_core::llm::Task;
+    use mempalace_llm::Provider;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn llm(pairs: &[(&str, &str)], home: &Path, flags: &Overrides) -> Result<LlmSetting> {
+        resolve(&env(pairs), Some(home), flags).map(|settings| settings.llm)
+    }
+
+    fn on(setting: LlmSetting) -> mempalace_llm::LlmConfig {
+        match setting {
+            LlmSetting::On(config) => *config,
+            other => panic!("expected a configured model, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn no_base_url_means_no_model_and_the_marker_sits_beside_the_palace() {
+        let home = tempfile::tempdir().unwrap();
+        let settings = resolve(&env(&[]), Some(home.path()), &Overrides::default()).unwrap();
+        assert!(matches!(settings.llm, LlmSetting::NotConfigured));
+        assert_eq!(settings.llm_marker, Some(home.path().join(".mempalace/palace/llm.off")));
+        let flags = Overrides { store: Some("postgres://u:p@h/db".into()), ..Overrides::default() };
+        let postgres = resolve(&env(&[]), Some(home.path()), &flags).unwrap();
+        assert_eq!(postgres.llm_marker, Some(home.path().join(".mempalace/llm.off")));
+    }
+
+    #[test]
+    fn our_settings_configure_provider_models_limits_and_prices() {
+        let home = tempfile::tempdir().unwrap();
+        let config = on(llm(
+            &[
+                ("MEMPALACE_LLM_BASE_URL", "http://localhost:11434"),
+                ("MEMPALACE_LLM_PROVIDER", "ollama"),
+                ("MEMPALACE_LLM_MODEL", "llama3.2"),
+                ("MEMPALACE_LLM_EXTRACT_MODEL", "qwen2.5:14b"),
+                ("MEMPALACE_LLM_API_KEY", "sk-ours"),
+                ("MEMPALACE_LLM_TIMEOUT_S", "12.5"),
+                ("MEMPALACE_LLM_PRICE_INPUT_PER_MTOK", "0.15"),
+                ("MEMPALACE_LLM_PRICE_OUTPUT_PER_MTOK", "0.6"),
+                ("MEMPALACE_LLM_BUDGET_USD", "2"),
+            ],
+            home.path(),
+            &Overrides::default(),
+        )
+        .unwrap());
+        assert_eq!(config.provider, Provider::Ollama);
+        assert_eq!((config.model_for(Task::Classify), config.model_for(Task::Extract)), ("llama3.2", "qwen2.5:14b"));
+        assert_eq!(config.api_key.as_ref().map(|k| k.expose()), Some("sk-ours"));
+        assert_eq!(config.timeout, std::time::Duration::from_millis(12_500));
+        assert_eq!(config.budget_usd, Some(2.0));
+        assert!(config.prices.is_some());
+        assert_eq!(config.kill_switch, Some(home.path().join(".mempalace/palace/llm.off")));
+        assert!(!format!("{config:?}").contains("sk-ours"));
+
+        let dot = home.path().join(".mempalace");
+        std::fs::create_dir_all(&dot).unwrap();
+        std::fs::write(
+            dot.join("config.json"),
+            r#"{"llm_base_url": "https://api.example/v1", "llm_model": "m-small", "llm_models": {"extract": "m-big"},
+                "llm_max_concurrency": 8, "llm_api_key": "sk-file"}"#,
+        )
+        .unwrap();
+        let config = on(llm(&[("CRAWBL_EMBED_API_KEY", "sk-embed")], home.path(), &Overrides::default()).unwrap());
+        assert_eq!((config.base_url.as_str(), config.model.as_str()), ("https://api.example/v1", "m-small"));
+        assert_eq!((config.model_for(Task::Extract), config.max_concurrency), ("m-big", 8));
+        assert_eq!(config.api_key.as_ref().map(|k| k.expose()), Some("sk-file"));
+
+        let flags = Overrides {
+            llm_base_url: Some("http://flag:1".into()),
+            llm_model: Some("flag-model".into()),
+            llm_provider: Some("openai".into()),
+            ..Overrides::default()
+        };
+        let config = on(llm(&[("MEMPALACE_LLM_MODEL", "env-model")], home.path(), &flags).unwrap());
+        assert_eq!((config.base_url.as_str(), config.model.as_str()), ("http://flag:1", "flag-model"));
+    }
+
+    #[test]
+    fn the_seeds_variables_configure_gpt_4o_mini_and_keep_the_embed_key_to_their_own_endpoint() {
+        let home = tempfile::tempdir().unwrap();
+        let seed = [("CRAWBL_EMBED_BASE_URL", "https://api.openai.com/v1"), ("CRAWBL_EMBED_API_KEY", "sk-seed")];
+        let config = on(llm(&seed, home.path(), &Overrides::default()).unwrap());
+        assert_eq!((config.provider, config.model_for(Task::Classify)), (Provider::OpenAi, "gpt-4o-mini"));
+        assert_eq!(config.api_key.as_ref().map(|k| k.expose()), Some("sk-seed"));
+
+        let seed = [
+            ("CRAWBL_LLM_BASE_URL", "https://llm.example/v1"),
+            ("CRAWBL_EMBED_BASE_URL", "https://embed.example/v1"),
+            ("CRAWBL_LLM_API_KEY", "sk-llm"),
+            ("CRAWBL_CLASSIFY_MODEL", "gpt-4.1-nano"),
+        ];
+        let config = on(llm(&seed, home.path(), &Overrides::default()).unwrap());
+        assert_eq!(config.base_url, "https://llm.example/v1");
+        assert_eq!(
+            (config.model_for(Task::Classify), config.model_for(Task::Extract)),
+            ("gpt-4.1-nano", "gpt-4o-mini")
+        );
+        assert_eq!(config.api_key.as_ref().map(|k| k.expose()), Some("sk-llm"));
+
+        // Our own base URL never gets the seed's embedding key.
+        let ours = [
+            ("MEMPALACE_LLM_BASE_URL", "http://local:8000/v1"),
+            ("MEMPALACE_LLM_MODEL", "m"),
+            ("CRAWBL_EMBED_API_KEY", "sk-seed"),
+        ];
+        assert!(on(llm(&ours, home.path(), &Overrides::default()).unwrap()).api_key.is_none());
+    }
+
+    #[test]
+    fn the_model_is_switched_off_by_setting_env_or_flag() {
+        let home = tempfile::tempdir().unwrap();
+        let configured = [("MEMPALACE_LLM_BASE_URL", "http://x:1"), ("MEMPALACE_LLM_MODEL", "m")];
+        let mut off = configured.to_vec();
+        off.push(("MEMPALACE_LLM", "off"));
+        let LlmSetting::Off(reason) = llm(&off, home.path(), &Overrides::default()).unwrap() else { panic!() };
+        assert_eq!(reason, "MEMPALACE_LLM=off");
+        let flags = Overrides { no_llm: true, ..Overrides::default() };
+        assert!(matches!(llm(&configured, home.path(), &flags).unwrap(), LlmSetting::Off(_)));
+        let dot = home.path().join(".mempalace");
+        std::fs::create_dir_all(&dot).unwrap();
+        std::fs::write(dot.join("config.json"), r#"{"llm": false}"#).unwrap();
+        assert!(matches!(llm(&configured, home.path(), &Overrides::default()).unwrap(), LlmSetting::Off(_)));
+        let mut on_again = configured.to_vec();
+        on_again.push(("MEMPALACE_LLM", "on"));
+        assert!(matches!(llm(&on_again, home.path(), &Overrides::default()).unwrap(), LlmSetting::On(_)));
+    }
+
+    #[test]
+    fn malformed_settings_stop_startup_saying_what_to_fix() {
+        let home = tempfile::tempdir().unwrap();
+        let flags = Overrides::default();
+        let error = |pairs: &[(&str, &str)]| llm(pairs, home.path(), &flags).unwrap_err().to_string();
+        let base = ("MEMPALACE_LLM_BASE_URL", "http://x:1/v1");
+        let model = ("MEMPALACE_LLM_MODEL", "m");
+        assert!(error(&[base]).contains("MEMPALACE_LLM_MODEL"));
+        assert!(error(&[("MEMPALACE_LLM", "maybe")]).contains("\"on\" or \"off\""));
+        assert!(error(&[base, model, ("MEMPALACE_LLM_PROVIDER", "claude")]).contains("openai or ollama"));
+        assert!(error(&[base, model, ("MEMPALACE_LLM_TIMEOUT_S", "soon")]).contains("MEMPALACE_LLM_TIMEOUT_S"));
+        assert!(error(&[base, model, ("MEMPALACE_LLM_TIMEOUT_S", "0")]).contains("above 0"));
+        assert!(error(&[base, model, ("MEMPALACE_LLM_MAX_CONCURRENCY", "0")]).contains("1 to 256"));
+        assert!(error(&[base, model, ("MEMPALACE_LLM_PRICE_INPUT_PER_MTOK", "1")]).contains("without its pair"));
+        assert!(error(&[base, model, ("MEMPALACE_LLM_BUDGET_USD", "5")]).contains("prices"));
+        assert!(error(&[("MEMPALACE_LLM_BASE_URL", "localhost:1"), model]).contains("http://"));
+        let origin = Path::new("config.json");
+        let bad = ConfigFile::parse(r#"{"llm_models": {"summarise": "m"}}"#, origin).unwrap_err().to_string();
+        assert!(bad.contains("llm_models") && bad.contains("classify"), "{bad}");
+        assert!(ConfigFile::parse(r#"{"llm_timeout_s": "60"}"#, origin).is_err());
     }
 }

@@ -18,6 +18,7 @@ mod hook;
 mod identity;
 mod instructions;
 mod kg;
+mod llm;
 mod mcp;
 mod migrate;
 mod migrate_store;
@@ -86,6 +87,19 @@ pub struct GlobalArgs {
     /// Embedding provider (default: minilm, or $MEMPALACE_EMBEDDER, or embedder in config.json).
     #[arg(long, global = true, value_enum, value_name = "NAME")]
     pub embedder: Option<settings::EmbedderKind>,
+    /// Language-model endpoint for the jobs that can use one (default: $MEMPALACE_LLM_BASE_URL,
+    /// else llm_base_url in config.json; none: every job runs deterministic). See docs/llm.md.
+    #[arg(long, global = true, value_name = "URL")]
+    pub llm_base_url: Option<String>,
+    /// Language model asked by tasks without their own (default: $MEMPALACE_LLM_MODEL, else llm_model).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub llm_model: Option<String>,
+    /// Language-model protocol: openai (chat completions, the default) or ollama.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub llm_provider: Option<String>,
+    /// Use no language model in this run, whatever is configured.
+    #[arg(long, global = true)]
+    pub no_llm: bool,
     /// More log output on stderr (-v info, -vv debug). $MEMPALACE_LOG takes a
     /// full filter such as "mempalace=debug".
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -192,6 +206,9 @@ pub enum Command {
     Daemon(daemon::DaemonArgs),
     /// The Python MemPalace's `palace set-embedder`: explains where the embedder lives here.
     Palace(daemon::PalaceArgs),
+    /// The language model: show its settings (status), try it (test), switch it off or on for running processes.
+    #[command(subcommand)]
+    Llm(llm::LlmCommand),
     /// Agent coordination events — delegate work, wait for replies (MemPalace's RFC 003).
     #[command(subcommand)]
     Logstream(coordination::LogstreamCommand),
@@ -235,6 +252,19 @@ impl std::fmt::Display for UserError {
 }
 
 impl std::error::Error for UserError {}
+
+/// Something the command needs is not available (exit 8): a language
+/// model that is not configured or does not answer.
+#[derive(Debug)]
+pub struct Unavailable(pub String);
+
+impl std::fmt::Display for Unavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Unavailable {}
 
 /// A command that has already said what it had to say (on stdout, as its
 /// documented result) and ends with this exit status: `logstream wait`
@@ -318,6 +348,9 @@ pub fn exit_code(error: &anyhow::Error) -> Exit {
         if cause.is::<Unhealthy>() {
             return Exit::Unhealthy;
         }
+        if cause.is::<Unavailable>() {
+            return Exit::Unavailable;
+        }
         if let Some(io) = cause.downcast_ref::<std::io::Error>()
             && io.kind() == std::io::ErrorKind::NotFound
         {
@@ -340,6 +373,10 @@ fn settings(global: &GlobalArgs, env: &BTreeMap<String, String>) -> Result<Setti
             workspace: global.workspace.clone(),
             model_dir: global.model_dir.clone(),
             embedder: global.embedder,
+            llm_base_url: global.llm_base_url.clone(),
+            llm_model: global.llm_model.clone(),
+            llm_provider: global.llm_provider.clone(),
+            no_llm: global.no_llm,
         },
     )
     .map_err(|error| UserError(format!("{error:#}")).into())
@@ -403,12 +440,18 @@ fn open_postgres(url: &str) -> Result<Arc<dyn mempalace_store::Store>> {
     .into())
 }
 
-/// Opens the palace named by the settings.
+/// Opens the palace named by the settings, with the process's language
+/// model when one is configured (jobs that can use it do; the rest never
+/// call it).
 fn open_palace(settings: &Settings, access: Access) -> Result<Palace> {
     let store = open_store(settings, access)?;
-    Ok(Palace::new(store, settings.workspace.clone())
+    let palace = Palace::new(store, settings.workspace.clone())
         .with_tier_gates(TierGates { high: settings.heuristic_high, low: settings.heuristic_low })
-        .with_kg_limits(settings.kg_limits.0, settings.kg_limits.1))
+        .with_kg_limits(settings.kg_limits.0, settings.kg_limits.1);
+    Ok(match llm::client(settings)? {
+        Some(client) => palace.with_llm(client),
+        None => palace,
+    })
 }
 
 /// Attaches the configured embedding provider (none when its model is
@@ -496,6 +539,7 @@ pub fn run(cli: Cli, env: &BTreeMap<String, String>) -> Result<()> {
         Command::Update(command) => update::run(command),
         Command::Daemon(args) => daemon::daemon(args),
         Command::Palace(args) => daemon::palace(args),
+        Command::Llm(command) => llm::run(&settings, command),
         Command::Logstream(command) => coordination::run_logstream(&settings, command),
         Command::Task(command) => coordination::run_task(&settings, command),
         Command::Artifact(command) => coordination::run_artifact(&settings, command),

@@ -10,6 +10,7 @@ mod harness;
 mod cli;
 mod coordination;
 mod hook;
+mod llm;
 mod mcp;
 mod migrate;
 mod mine;
