@@ -42,6 +42,14 @@ pub struct Injection {
     pub top_score: f64,
 }
 
+/// Episodic summaries the injector considers (the most recent).
+pub const INJECT_EPISODES: usize = 20;
+
+struct Relevance {
+    memories: Vec<f64>,
+    abstracts: Vec<f64>,
+}
+
 /// What `learn` filed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Learned {
@@ -69,11 +77,20 @@ impl Palace {
         Ok(render_l2(wing, room, &snippets(&drawers)))
     }
 
-    /// The auto-injector: a ≤ 200-token section of memories relevant to
-    /// `message` (relevance ≥ 0.3), or nothing; trivial messages skip the
-    /// lookup. Relevance is the cosine similarity when vectors are
-    /// available, else the BM25 score scaled by `s / (s + 5)`.
+    /// The auto-injector for anyone (see [`Palace::inject_for`]).
     pub fn inject(&self, message: &str) -> EngineResult<Injection> {
+        self.inject_for(message, None)
+    }
+
+    /// The auto-injector (seeds 2 and 4): a ≤ 200-token section of what is
+    /// relevant to `message` (relevance ≥ 0.3), or nothing; trivial
+    /// messages skip the lookup. It offers, in this order: the extracted
+    /// memories `user` sees (their own first, then the workspace's), the
+    /// abstracts of episodic summaries, then drawers found by search.
+    /// Relevance is the cosine similarity when vectors are available, else
+    /// the BM25 score scaled by `s / (s + 5)` for drawers and the share of
+    /// the message's words a memory or abstract holds.
+    pub fn inject_for(&self, message: &str, user: Option<&str>) -> EngineResult<Injection> {
         if is_trivial(message) {
             return Ok(Injection { section: None, trivial: true, match_count: 0, top_score: 0.0 });
         }
@@ -81,12 +98,30 @@ impl Palace {
             query: message.to_string(),
             limit: mempalace_core::layers::ResultLimit::constant(10),
             skip_access_tracking: true,
+            filter: mempalace_store::DrawerFilter { viewer: user.map(str::to_string), ..Default::default() },
             ..SearchRequest::default()
         })?;
         let lexical_only = matches!(outcome.mode, SearchMode::LexicalOnly(_));
-        let mut scored: Vec<(&str, f64)> = outcome
+        let memories = self.memories(user)?;
+        let mut episodes = self.store().episodic_summaries(self.workspace())?;
+        episodes.retain(|e| e.user_id.is_none() || e.user_id.as_deref() == user);
+        episodes.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+        episodes.truncate(INJECT_EPISODES);
+        let abstracts: Vec<&str> = episodes.iter().map(|e| e.l0_abstract.as_str()).filter(|a| !a.trim().is_empty()).collect();
+        let relevance = self.relevance_to(message, &memories, &abstracts, lexical_only)?;
+        let mut remembered: Vec<(bool, &str, f64)> = memories
+            .iter()
+            .zip(&relevance.memories)
+            .map(|(m, score)| (m.drawer.owner_user_id.is_some(), m.drawer.content.as_str(), *score))
+            .collect();
+        remembered.sort_by(|a, b| b.0.cmp(&a.0).then(b.2.total_cmp(&a.2)));
+        let mut recalled: Vec<(&str, f64)> = abstracts.iter().copied().zip(relevance.abstracts.iter().copied()).collect();
+        recalled.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let shown: std::collections::HashSet<&str> = memories.iter().map(|m| m.drawer.id.as_str()).collect();
+        let mut found: Vec<(&str, f64)> = outcome
             .hits
             .iter()
+            .filter(|hit| !shown.contains(hit.drawer.id.as_str()))
             .map(|hit| {
                 let relevance = match (hit.similarity, lexical_only) {
                     (Some(similarity), _) => f64::from(similarity),
@@ -96,15 +131,69 @@ impl Palace {
                 (hit.drawer.content.as_str(), relevance)
             })
             .collect();
-        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+        found.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let mut scored: Vec<(&str, f64)> = remembered.iter().map(|(_, text, score)| (*text, *score)).collect();
+        scored.extend(recalled);
+        scored.extend(found);
         let match_count = scored.iter().filter(|(_, s)| *s >= INJECT_THRESHOLD).count();
-        let top_score = scored.first().map_or(0.0, |(_, s)| *s);
+        let top_score = scored.iter().map(|(_, s)| *s).fold(0.0, f64::max);
         let section = render_injection(&scored, INJECT_THRESHOLD, INJECT_MAX_TOKENS);
         if section.is_some() {
             let ids: Vec<_> = outcome.hits.iter().map(|h| h.drawer.id.clone()).collect();
             let _ = self.store().touch_access(self.workspace(), &ids, self.now());
         }
         Ok(Injection { section, trivial: false, match_count, top_score })
+    }
+
+    /// How relevant each memory and abstract is to `message`: cosine with
+    /// the message's vector when there is one (memories by their stored
+    /// vectors, abstracts embedded through the cache), else the share of
+    /// the message's content words each holds.
+    fn relevance_to(
+        &self,
+        message: &str,
+        memories: &[crate::memories::StoredMemory],
+        abstracts: &[&str],
+        lexical_only: bool,
+    ) -> EngineResult<Relevance> {
+        let words = |text: &str| -> std::collections::HashSet<String> {
+            text.split(|c: char| !c.is_alphanumeric())
+                .map(str::to_lowercase)
+                .filter(|w| w.chars().count() >= 3 && !mempalace_core::layers::is_stopword(w))
+                .collect()
+        };
+        let asked = words(message);
+        let lexical = |text: &str| {
+            if asked.is_empty() {
+                return 0.0;
+            }
+            let theirs = words(text);
+            asked.iter().filter(|w| theirs.contains(*w)).count() as f64 / asked.len() as f64
+        };
+        let mut texts: Vec<&str> = vec![message];
+        texts.extend(abstracts.iter().copied());
+        let embedded = if lexical_only { None } else { Some(self.embed_texts(&texts)?) };
+        let query = embedded.as_ref().and_then(|e| e.vectors.first().cloned().flatten());
+        let model = embedded.as_ref().and_then(|e| e.model.clone());
+        let cosine = |vector: Option<&Vec<f32>>| -> Option<f64> {
+            Some(f64::from(mempalace_core::vector::cosine(query.as_ref()?, vector?)))
+        };
+        let memories = memories
+            .iter()
+            .map(|m| {
+                let vector = m.drawer.embedding.as_ref().filter(|e| Some(&e.model) == model.as_ref()).map(|e| &e.vector);
+                cosine(vector).unwrap_or_else(|| lexical(m.drawer.content.as_str()))
+            })
+            .collect();
+        let abstracts = abstracts
+            .iter()
+            .enumerate()
+            .map(|(at, text)| {
+                let vector = embedded.as_ref().and_then(|e| e.vectors.get(at + 1)).and_then(Option::as_ref);
+                cosine(vector).unwrap_or_else(|| lexical(text))
+            })
+            .collect();
+        Ok(Relevance { memories, abstracts })
     }
 
     /// robotmem `learn`: files a short insight with its inferred category

@@ -274,6 +274,9 @@ impl Palace {
             None => hits.sort_by(|a, b| b.score.total_cmp(&a.score)),
         }
         hits.truncate(limit);
+        if request.filter.viewer.is_some() {
+            personal_memories_first(&mut hits);
+        }
         let lengths: Vec<usize> = hits.iter().map(|h| h.drawer.content.as_str().chars().count()).collect();
         hits.truncate(l3_fit(&lengths));
         if !request.skip_access_tracking && !hits.is_empty() {
@@ -405,5 +408,18 @@ mod tests {
         assert_eq!(query_terms("what is it"), vec!["what", "is", "it"]);
         assert_eq!(query_terms("what's the kid's password?"), vec!["kid", "password"]);
         assert_eq!(query_terms("错误 E4471 的原因"), vec!["错误", "e4471", "的", "原因"]);
+    }
+}
+
+/// Among the hits that are extracted memories, the searching user's own
+/// come before the workspace's (seed 4: both are visible, the personal one
+/// first); every other hit keeps its place.
+fn personal_memories_first(hits: &mut [SearchHit]) {
+    let is_memory = |hit: &SearchHit| hit.drawer.wing.as_str() == crate::memories::MEMORY_WING;
+    let places: Vec<usize> = (0..hits.len()).filter(|&at| is_memory(&hits[at])).collect();
+    let mut memories: Vec<SearchHit> = places.iter().map(|&at| hits[at].clone()).collect();
+    memories.sort_by_key(|hit| hit.drawer.owner_user_id.is_none());
+    for (at, hit) in places.into_iter().zip(memories) {
+        hits[at] = hit;
     }
 }

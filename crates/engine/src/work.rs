@@ -72,6 +72,16 @@ pub struct PeriodicJob {
 
 /// The cold path, every minute (every process takes part through claims).
 pub const PROCESS: PeriodicJob = PeriodicJob { name: "process", every: Duration::from_secs(60) };
+/// Entities and facts for important drawers the model never read, every
+/// ten minutes (one process per tick).
+pub const ENRICH: PeriodicJob = PeriodicJob { name: "enrich", every: Duration::from_secs(600) };
+/// Drawers enriched per run, at most (seed 0).
+pub const ENRICH_BATCH: usize = 100;
+/// Drawers looked at per run while searching for candidates.
+const ENRICH_SCAN: usize = 2_000;
+/// Where `enrich` remembers how far it scanned (a source cursor).
+const ENRICH_CURSOR: &str = "job:enrich";
+
 /// Decay and TTL, daily at midnight UTC (one process per day).
 pub const MAINTAIN: PeriodicJob = PeriodicJob { name: "maintain", every: Duration::from_secs(86_400) };
 
@@ -134,6 +144,19 @@ impl ProcessReport {
         self.memories.1 += other.memories.1;
         self.memories.2 += other.memories.2;
     }
+}
+
+/// What one `enrich` run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnrichReport {
+    /// Drawers looked at.
+    pub examined: usize,
+    /// Candidates sent to the model.
+    pub asked: usize,
+    /// Drawers that got entities or facts.
+    pub enriched: usize,
+    /// Why nothing was asked, when nothing was.
+    pub skipped: Option<String>,
 }
 
 /// What one `maintain` run did in a workspace.
@@ -531,6 +554,70 @@ impl Palace {
             self.record_extraction(drawer, &extraction)?;
         }
         Ok(())
+    }
+
+    /// `enrich` in every workspace (seed 0 `memory_enrich`): processed
+    /// drawers of importance ≥ 3 that no model classified and that have no
+    /// entities get the model's entities and facts. Without a model there
+    /// is nothing to add (`process` already ran the deterministic
+    /// extraction) and the run says so. The scan resumes where the last
+    /// run stopped and wraps around.
+    pub fn enrich_all(&self) -> EngineResult<EnrichReport> {
+        let mut report = EnrichReport::default();
+        let Some(llm) = self.llm().cloned() else {
+            report.skipped = Some("no language model is configured; process already extracted entities without one".into());
+            return Ok(report);
+        };
+        for workspace in self.store().workspaces()? {
+            let palace = self.for_workspace(workspace);
+            let after = palace.store().source_cursor(palace.workspace(), ENRICH_CURSOR)?.and_then(|id| DrawerId::parse(&id).ok());
+            let page = palace.store().scan_drawers(palace.workspace(), after.as_ref(), ENRICH_SCAN)?;
+            let next = if page.len() < ENRICH_SCAN { None } else { page.last().map(|d| d.id.as_str().to_string()) };
+            report.examined += page.len();
+            let mut candidates: Vec<Drawer> = page
+                .into_iter()
+                .filter(|d| {
+                    d.state == DrawerState::Processed
+                        && d.status == DrawerStatus::Active
+                        && d.pipeline_tier != PipelineTier::Llm
+                        && d.entity_count == 0
+                        && d.importance.get() >= 3.0
+                        && !d.context.contains_key("enriched_by")
+                })
+                .take(ENRICH_BATCH.saturating_sub(report.asked))
+                .collect();
+            for chunk in candidates.chunks_mut(LLM_BATCH) {
+                let texts: Vec<&str> = chunk.iter().map(|d| d.content.as_str()).collect();
+                report.asked += texts.len();
+                let answer = llm
+                    .chat(&classify_request(Task::Enrich, &texts))
+                    .and_then(|response| check_classification(&read_json(&response.text)?, texts.len()));
+                let checked = match answer {
+                    Ok(checked) => checked,
+                    Err(error) => {
+                        tracing::warn!(%error, "enrich stopped: the model failed");
+                        report.skipped = Some(error.to_string());
+                        return Ok(report);
+                    }
+                };
+                let model = llm.model_for(Task::Enrich);
+                for (drawer, found) in chunk.iter_mut().zip(checked.items) {
+                    let Some(found) = found else { continue };
+                    let kept = (drawer.pipeline_tier, drawer.hall.clone(), drawer.importance, drawer.memory_type);
+                    palace.apply_classification(drawer, found)?;
+                    // Enrichment adds entities, facts and a missing summary;
+                    // the classification stands.
+                    (drawer.pipeline_tier, drawer.hall, drawer.importance, drawer.memory_type) = kept;
+                    drawer.context.insert("enriched_by".into(), serde_json::Value::from(format!("llm:{model}")));
+                    drawer.updated_at = palace.now();
+                    if palace.store().replace_drawer(drawer)? && drawer.entity_count > 0 {
+                        report.enriched += 1;
+                    }
+                }
+            }
+            palace.store().set_source_cursor(palace.workspace(), ENRICH_CURSOR, next.as_deref(), palace.now())?;
+        }
+        Ok(report)
     }
 
     /// Decay and TTL in every workspace (see [`MAINTAIN`]).

@@ -137,3 +137,40 @@ pub fn drawer_metadata(d: &Drawer) -> Value {
     put("access_count", json!(d.access_count));
     meta.into()
 }
+
+/// A memory-extraction report (the `memory_extract` tool and `mempalace
+/// extract --json`): which extractor decided and why, and each decision
+/// with what became of it.
+pub fn extract_report(report: &mempalace_engine::memories::ExtractReport) -> Value {
+    use mempalace_core::memory::Decision;
+    use mempalace_engine::memories::ExtractPath;
+    let (path, model, reason) = match &report.path {
+        ExtractPath::Model(model) => ("model", Some(model.as_str()), None),
+        ExtractPath::Rules(why) => ("rules", None, Some(why.as_str())),
+    };
+    let decisions: Vec<Value> = report
+        .applied
+        .iter()
+        .map(|applied| {
+            let mut value = match &applied.decision {
+                Decision::Add(m) => json!({"decision": "add", "entity_type": m.entity_type.as_str(),
+                    "entity_name": m.entity_name, "observation": m.observation, "scope": m.scope.as_str()}),
+                Decision::Update { id, observation } => json!({"decision": "update", "id": id, "observation": observation}),
+                Decision::Delete { id, reason } => json!({"decision": "delete", "id": id, "reason": reason}),
+            };
+            value["filed"] = json!(applied.filed.as_ref().map(|id| id.as_str()));
+            value["outcome"] = json!(applied.outcome);
+            value
+        })
+        .collect();
+    json!({"path": path, "model": model, "rules_because": reason, "dry_run": report.dry_run,
+        "rejected": report.rejected, "decisions": decisions})
+}
+
+/// One stored memory (`memory_list_memories`, `mempalace memories --json`).
+pub fn memory(memory: &mempalace_engine::memories::StoredMemory) -> Value {
+    json!({"id": memory.drawer.id.as_str(), "scope": memory.memory.scope.as_str(), "owner": memory.drawer.owner_user_id,
+        "entity_type": memory.memory.entity_type.as_str(), "entity_name": memory.memory.entity_name,
+        "observation": memory.memory.observation,
+        "filed_at": mempalace_core::time::format_timestamp(&memory.drawer.filed_at)})
+}

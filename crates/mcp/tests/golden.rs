@@ -268,6 +268,21 @@ fn every_tool_result_matches_its_golden_file() {
         r.call("memory_kg_stats", json!({})).await;
         r.call("memory_diary_write", json!({"agent": "atlas", "entry": "Tuned the gripper today.", "topic": "lab"})).await;
         r.call("memory_diary_read", json!({"agent": "atlas"})).await;
+        // Extracted memories (the rules: a library backend has no model).
+        r.call("memory_extract", json!({"conversation_text":
+            "user: I live in Oslo and I always use pnpm.\nassistant: Noted.\nuser: In this repo we use Vitest.",
+            "user_id": "alex", "dry_run": true})).await;
+        r.call("memory_extract", json!({"turns": [{"role": "user", "text": "I live in Oslo and I always use pnpm."},
+            {"role": "assistant", "text": "Noted."}, {"role": "user", "text": "In this repo we use Vitest."}],
+            "user_id": "alex", "session_id": "s-1"})).await;
+        r.call("memory_extract", json!({"turns": [{"role": "user", "text": "I moved to Bergen last month."}],
+            "user_id": "alex"})).await;
+        r.call("memory_extract", json!({"conversation_text": "assistant: hello"})).await;
+        r.call("memory_list_memories", json!({"user_id": "alex"})).await;
+        r.call("memory_list_memories", json!({})).await;
+        r.call("memory_inject", json!({"message": "Which package manager should I use in Oslo?", "user_id": "alex"})).await;
+        r.call("memory_inject", json!({"message": "ok thanks"})).await;
+        r.call("memory_search", json!({"query": "pnpm", "user_id": "alex"})).await;
         if let Some(id) = memory["drawer_id"].as_str() {
             r.call("memory_delete_drawer", json!({"drawer_id": id, "reason": "test"})).await;
         }

@@ -236,6 +236,9 @@ struct Search {
     /// Only this room (optional)
     #[serde(default)]
     room: Option<String>,
+    /// Search as this user: their private drawers and memories too (optional)
+    #[serde(default)]
+    user_id: Option<String>,
 }
 
 fn search(backend: &Backend, p: Search) -> ToolResult {
@@ -247,6 +250,7 @@ fn search(backend: &Backend, p: Search) -> ToolResult {
     let filter = DrawerFilter {
         wings: wing.iter().map(|w| w.as_str().to_string()).collect(),
         rooms: room.iter().map(|r| r.as_str().to_string()).collect(),
+        viewer: p.user_id.filter(|u| !u.trim().is_empty()),
         ..DrawerFilter::default()
     };
     let outcome = backend.palace().search(&SearchRequest {

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use crate::registry::{ToolError, ToolSpec};
 
 pub mod coordination;
+pub mod memories;
 pub mod memory;
 pub mod mempalace;
 pub mod operations;
@@ -77,6 +78,7 @@ pub fn all() -> Vec<ToolSpec> {
     family.sort_by_key(|tool| rank(tool.name));
     let mut tools = family;
     tools.extend(memory::tools());
+    tools.extend(memories::tools());
     tools.extend(robotmem::tools());
     tools
 }

@@ -120,7 +120,7 @@ pub fn serve(settings: &Settings, args: ServeArgs) -> Result<()> {
         let palace = open_palace(settings, Access::Create)?;
         std::thread::Builder::new().name("mempalace-work".into()).spawn(move || {
             let worker = format!("serve:{}", std::process::id());
-            let jobs = [super::work::JobName::Process, super::work::JobName::Maintain];
+            let jobs = [super::work::JobName::Process, super::work::JobName::Enrich, super::work::JobName::Maintain];
             if let Err(error) = super::work::run_forever(&palace, &jobs, &worker, false) {
                 tracing::error!(error = %format!("{error:#}"), "background jobs stopped");
             }

@@ -20,6 +20,7 @@ mod instructions;
 mod kg;
 mod llm;
 mod mcp;
+mod memories;
 mod migrate;
 mod migrate_store;
 mod migrate_wings;
@@ -123,6 +124,10 @@ pub enum Command {
     Recall(retrieve::RecallArgs),
     /// Print the memory section to inject into a prompt for a user message (or nothing).
     Inject(retrieve::InjectArgs),
+    /// Extract memories from a conversation (transcript or user:/assistant: text): add, update or retract.
+    Extract(memories::ExtractArgs),
+    /// List the extracted memories a user sees: their own first, then the workspace's.
+    Memories(memories::MemoriesArgs),
     /// Show one drawer.
     Get(drawer::GetArgs),
     /// Delete a drawer: hide it (default, keeps it for review) or remove it with --hard.
@@ -491,6 +496,10 @@ pub fn run(cli: Cli, env: &BTreeMap<String, String>) -> Result<()> {
         Command::Work(args) => work::run(&open_palace(&settings, Access::Create)?, args),
         Command::Bench(command) => bench::run(&settings, command),
         Command::Hook(command) => hook::run(&settings, command),
+        Command::Extract(args) => {
+            memories::extract(&with_embedder(open_palace(&settings, Access::Create)?, &settings)?, args)
+        }
+        Command::Memories(args) => memories::list(&open_palace(&settings, Access::Read)?, args),
         Command::Sync(args) => sync::run(&open_palace(&settings, Access::Update)?, args),
         Command::Mine(args) => mine::run(
             &with_embedder(open_palace(&settings, Access::Create)?, &settings)?,

@@ -80,6 +80,9 @@ pub struct RecallArgs {
 pub struct InjectArgs {
     /// The user's message.
     pub message: String,
+    /// Whose memories to offer (their own and the workspace's).
+    #[arg(long)]
+    pub user: Option<String>,
     /// Print {"section": …|null, "trivial": bool, "match_count": n, "top_score": x}.
     #[arg(long)]
     pub json: bool,
@@ -195,7 +198,7 @@ pub fn recall(palace: &Palace, args: RecallArgs) -> Result<()> {
 }
 
 pub fn inject(palace: &Palace, args: InjectArgs) -> Result<()> {
-    let injection = palace.inject(&args.message)?;
+    let injection = palace.inject_for(&args.message, args.user.as_deref())?;
     if args.json {
         return Ok(output::json(&json!({
             "section": injection.section,

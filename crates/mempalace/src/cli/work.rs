@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use mempalace_engine::Palace;
-use mempalace_engine::work::{MAINTAIN, PROCESS, PeriodicJob, ProcessReport, tick_of, tick_start};
+use mempalace_engine::work::{ENRICH, MAINTAIN, PROCESS, PeriodicJob, ProcessReport, tick_of, tick_start};
 use serde_json::{Value, json};
 
 use crate::output;
@@ -26,6 +26,8 @@ pub enum JobName {
     Process,
     /// Decay old, idle drawers and expire episodic summaries (once a day across workers).
     Maintain,
+    /// Entities and facts from the language model for important drawers it never read (every 10 minutes).
+    Enrich,
 }
 
 /// `work`.
@@ -35,7 +37,7 @@ pub struct WorkArgs {
     #[arg(long)]
     once: bool,
     /// Jobs to run.
-    #[arg(long, value_enum, value_delimiter = ',', default_values = ["process", "maintain"])]
+    #[arg(long, value_enum, value_delimiter = ',', default_values = ["process", "enrich", "maintain"])]
     jobs: Vec<JobName>,
     /// This worker's name in claims and job locks (default: HOST:PID).
     #[arg(long)]
@@ -58,6 +60,11 @@ fn process_json(report: &ProcessReport) -> Value {
     json!({
         "claimed": report.claimed, "processed": report.processed.iter().map(|id| id.as_str()).collect::<Vec<_>>(),
         "retried": report.retried, "failed": report.failed, "lost": report.lost,
+        "by_model": report.by_model, "model_fallback": report.model_fallback,
+        "merged": report.merged, "clustered": report.clustered,
+        "superseded": report.superseded.iter().map(|(old, new)| json!({"drawer": old.as_str(), "by": new.as_str()})).collect::<Vec<_>>(),
+        "facts_ended": report.facts_ended,
+        "memories": {"added": report.memories.0, "updated": report.memories.1, "retracted": report.memories.2},
     })
 }
 
@@ -69,6 +76,11 @@ fn run_job(palace: &Palace, job: JobName, worker: &str) -> Result<Value> {
             tracing::info!(claimed = report.claimed, processed = report.processed.len(), "process ran");
             json!({"job": "process", "worker": worker, "report": process_json(&report)})
         }
+        JobName::Enrich => match palace.run_periodic(&ENRICH, worker, |palace| palace.enrich_all())? {
+            Some(report) => json!({"job": "enrich", "worker": worker, "ran": true, "examined": report.examined,
+                "asked": report.asked, "enriched": report.enriched, "skipped": report.skipped}),
+            None => json!({"job": "enrich", "worker": worker, "ran": false}),
+        },
         JobName::Maintain => match palace.run_periodic(&MAINTAIN, worker, |palace| palace.maintain_all())? {
             Some(report) => json!({"job": "maintain", "worker": worker, "ran": true,
                 "decayed": report.decayed, "expired": report.expired}),
@@ -81,6 +93,7 @@ fn period(job: JobName) -> PeriodicJob {
     match job {
         JobName::Process => PROCESS,
         JobName::Maintain => MAINTAIN,
+        JobName::Enrich => ENRICH,
     }
 }
 
@@ -113,6 +126,31 @@ pub fn run_forever(palace: &Palace, jobs: &[JobName], worker: &str, json_lines: 
     }
 }
 
+/// One line on a `process` run: what was claimed and became of it, which
+/// classifier decided, and what the review found.
+fn process_line(report: &Value) -> String {
+    let processed = report["processed"].as_array().map_or(0, Vec::len);
+    let by = match report["model_fallback"].as_str() {
+        Some(why) if report["by_model"] == 0 => format!("heuristic ({why})"),
+        Some(why) => format!("{} by the language model, the rest heuristic ({why})", report["by_model"]),
+        None => format!("{} by the language model", report["by_model"]),
+    };
+    let superseded = report["superseded"].as_array().map_or(0, Vec::len);
+    format!(
+        "process: {} claimed, {processed} processed ({by}), {} retried, {} failed; {} merged, {} clustered, \
+         {superseded} superseded ({} facts ended); memories +{} ~{} -{}",
+        report["claimed"],
+        report["retried"],
+        report["failed"],
+        report["merged"],
+        report["clustered"],
+        report["facts_ended"],
+        report["memories"]["added"],
+        report["memories"]["updated"],
+        report["memories"]["retracted"]
+    )
+}
+
 /// Runs the command.
 pub fn run(palace: &Palace, args: WorkArgs) -> Result<()> {
     let worker = args.worker.clone().unwrap_or_else(default_worker);
@@ -129,13 +167,12 @@ pub fn run(palace: &Palace, args: WorkArgs) -> Result<()> {
     } else {
         for run in &runs {
             let line = match run["job"].as_str() {
-                Some("process") => format!(
-                    "process: {} claimed, {} processed, {} retried, {} failed",
-                    run["report"]["claimed"],
-                    run["report"]["processed"].as_array().map_or(0, Vec::len),
-                    run["report"]["retried"],
-                    run["report"]["failed"]
-                ),
+                Some("process") => process_line(&run["report"]),
+                Some("enrich") if run["ran"] == true => match run["skipped"].as_str() {
+                    Some(why) => format!("enrich: {} looked at, {} enriched; {why}", run["examined"], run["enriched"]),
+                    None => format!("enrich: {} looked at, {} enriched", run["examined"], run["enriched"]),
+                },
+                Some("enrich") => "enrich: already run for this tick by another worker".to_string(),
                 _ if run["ran"] == true => {
                     format!("maintain: {} drawers decayed, {} summaries expired", run["decayed"], run["expired"])
                 }

@@ -69,6 +69,12 @@ impl Sandbox {
         self
     }
 
+    /// Sets a variable for every command of this sandbox.
+    pub fn with_env(mut self, key: &str, value: &str) -> Self {
+        self.envs.push((key.to_string(), value.to_string()));
+        self
+    }
+
     /// The temporary folder of the test (home, palace directory, files).
     pub fn dir(&self) -> &Path {
         self.dir.path()

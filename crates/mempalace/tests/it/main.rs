@@ -11,6 +11,7 @@ mod cli;
 mod coordination;
 mod hook;
 mod llm;
+mod memories;
 mod mcp;
 mod migrate;
 mod mine;

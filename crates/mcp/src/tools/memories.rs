@@ -1,0 +1,137 @@
+//! Seed 4's extracted memories over MCP, in the `memory_*` family:
+//! `memory_extract` (decide and apply what a conversation teaches),
+//! `memory_list_memories` (what a user sees) and `memory_inject` (the
+//! auto-injector's section for a message).
+
+use mempalace_core::memory::{Speaker, Turn, turns_from_text};
+use mempalace_engine::memories::ExtractOptions;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::required_text;
+use crate::context::Backend;
+use crate::registry::{Family, ToolError, ToolResult, ToolSpec};
+use crate::shapes;
+
+const F: Family = Family::Memory;
+
+/// The tools of this module.
+pub fn tools() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec::new(
+            "memory_extract",
+            F,
+            "Extract lasting memories from a conversation and file them: new facts, preferences, goals, \
+             constraints, style and people, each scoped to the user (personal) or the workspace (shared); a \
+             changed memory is superseded by its update, a retracted one invalidated. Uses the configured \
+             language model, else rules. Give the conversation as turns or as text with user:/assistant: lines.",
+            extract,
+        ),
+        ToolSpec::new(
+            "memory_list_memories",
+            F,
+            "List the extracted memories a user sees: their own first, then the workspace's.",
+            list,
+        )
+        .read_only(),
+        ToolSpec::new(
+            "memory_inject",
+            F,
+            "The memory section to put into a prompt for a user message: the user's extracted memories, \
+             episode abstracts and matching drawers above a relevance threshold, within 200 tokens; nothing for \
+             trivial messages.",
+            inject,
+        )
+        .read_only(),
+    ]
+}
+
+/// One turn of a conversation.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TurnParam {
+    /// "user" or "assistant"
+    role: String,
+    /// What was said
+    text: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Extract {
+    /// The conversation as turns (or use conversation_text)
+    #[serde(default)]
+    turns: Option<Vec<TurnParam>>,
+    /// The conversation as text with user:/assistant: lines (or use turns)
+    #[serde(default)]
+    conversation_text: Option<String>,
+    /// The user the conversation is with (owner of personal memories)
+    #[serde(default)]
+    user_id: Option<String>,
+    /// The conversation's id (kept with the memories)
+    #[serde(default)]
+    session_id: Option<String>,
+    /// Decide and answer, file nothing (default false)
+    #[serde(default)]
+    dry_run: bool,
+}
+
+fn extract(backend: &Backend, p: Extract) -> ToolResult {
+    let turns: Vec<Turn> = match (p.turns, p.conversation_text) {
+        (Some(turns), None) => turns
+            .into_iter()
+            .map(|t| {
+                let speaker = match t.role.trim().to_ascii_lowercase().as_str() {
+                    "user" | "human" => Ok(Speaker::User),
+                    "assistant" | "agent" | "ai" => Ok(Speaker::Assistant),
+                    other => Err(ToolError::param("turns", format!("role {other:?} is not user or assistant"))),
+                }?;
+                Ok(Turn { speaker, text: t.text })
+            })
+            .collect::<Result<_, ToolError>>()?,
+        (None, Some(text)) => turns_from_text(required_text("conversation_text", &text)?, &[]),
+        _ => return Err(ToolError::param("turns", "give either turns or conversation_text")),
+    };
+    if !turns.iter().any(|t| t.speaker == Speaker::User && !t.text.trim().is_empty()) {
+        return Err(ToolError::param("turns", "the conversation has no user turn: nothing to learn about the user"));
+    }
+    let options = ExtractOptions {
+        user: p.user_id.filter(|u| !u.trim().is_empty()),
+        session: p.session_id.filter(|s| !s.trim().is_empty()),
+        dry_run: p.dry_run,
+        ..ExtractOptions::default()
+    };
+    let report = backend.palace().extract_memories(&turns, &options)?;
+    Ok(shapes::extract_report(&report))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct List {
+    /// Whose memories (their own and the workspace's); without it, the workspace's
+    #[serde(default)]
+    user_id: Option<String>,
+}
+
+fn list(backend: &Backend, p: List) -> ToolResult {
+    let memories = backend.palace().memories(p.user_id.as_deref())?;
+    Ok(json!({"count": memories.len(), "memories": memories.iter().map(shapes::memory).collect::<Vec<_>>()}))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Inject {
+    /// The user's message
+    message: String,
+    /// Whose memories to offer (their own and the workspace's)
+    #[serde(default)]
+    user_id: Option<String>,
+}
+
+fn inject(backend: &Backend, p: Inject) -> ToolResult {
+    let message = required_text("message", &p.message)?;
+    let injection = backend.palace().inject_for(message, p.user_id.as_deref())?;
+    Ok(json!({"section": injection.section, "trivial": injection.trivial, "match_count": injection.match_count,
+        "top_score": injection.top_score}))
+}
