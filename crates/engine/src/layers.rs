@@ -105,9 +105,10 @@ impl Palace {
         let memories = self.memories(user)?;
         let mut episodes = self.store().episodic_summaries(self.workspace())?;
         episodes.retain(|e| e.user_id.is_none() || e.user_id.as_deref() == user);
-        episodes.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+        episodes.sort_by_key(|e| std::cmp::Reverse(e.created_at));
         episodes.truncate(INJECT_EPISODES);
-        let abstracts: Vec<&str> = episodes.iter().map(|e| e.l0_abstract.as_str()).filter(|a| !a.trim().is_empty()).collect();
+        let abstracts: Vec<&str> =
+            episodes.iter().map(|e| e.l0_abstract.as_str()).filter(|a| !a.trim().is_empty()).collect();
         let relevance = self.relevance_to(message, &memories, &abstracts, lexical_only)?;
         let mut remembered: Vec<(bool, &str, f64)> = memories
             .iter()
@@ -115,7 +116,8 @@ impl Palace {
             .map(|(m, score)| (m.drawer.owner_user_id.is_some(), m.drawer.content.as_str(), *score))
             .collect();
         remembered.sort_by(|a, b| b.0.cmp(&a.0).then(b.2.total_cmp(&a.2)));
-        let mut recalled: Vec<(&str, f64)> = abstracts.iter().copied().zip(relevance.abstracts.iter().copied()).collect();
+        let mut recalled: Vec<(&str, f64)> =
+            abstracts.iter().copied().zip(relevance.abstracts.iter().copied()).collect();
         recalled.sort_by(|a, b| b.1.total_cmp(&a.1));
         let shown: std::collections::HashSet<&str> = memories.iter().map(|m| m.drawer.id.as_str()).collect();
         let mut found: Vec<(&str, f64)> = outcome
@@ -181,7 +183,8 @@ impl Palace {
         let memories = memories
             .iter()
             .map(|m| {
-                let vector = m.drawer.embedding.as_ref().filter(|e| Some(&e.model) == model.as_ref()).map(|e| &e.vector);
+                let vector =
+                    m.drawer.embedding.as_ref().filter(|e| Some(&e.model) == model.as_ref()).map(|e| &e.vector);
                 cosine(vector).unwrap_or_else(|| lexical(m.drawer.content.as_str()))
             })
             .collect();

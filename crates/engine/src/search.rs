@@ -380,6 +380,19 @@ impl Palace {
     }
 }
 
+/// Among the hits that are extracted memories, the searching user's own
+/// come before the workspace's (seed 4: both are visible, the personal one
+/// first); every other hit keeps its place.
+fn personal_memories_first(hits: &mut [SearchHit]) {
+    let is_memory = |hit: &SearchHit| hit.drawer.wing.as_str() == crate::memories::MEMORY_WING;
+    let places: Vec<usize> = (0..hits.len()).filter(|&at| is_memory(&hits[at])).collect();
+    let mut memories: Vec<SearchHit> = places.iter().map(|&at| hits[at].clone()).collect();
+    memories.sort_by_key(|hit| hit.drawer.owner_user_id.is_none());
+    for (at, hit) in places.into_iter().zip(memories) {
+        hits[at] = hit;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -408,18 +421,5 @@ mod tests {
         assert_eq!(query_terms("what is it"), vec!["what", "is", "it"]);
         assert_eq!(query_terms("what's the kid's password?"), vec!["kid", "password"]);
         assert_eq!(query_terms("错误 E4471 的原因"), vec!["错误", "e4471", "的", "原因"]);
-    }
-}
-
-/// Among the hits that are extracted memories, the searching user's own
-/// come before the workspace's (seed 4: both are visible, the personal one
-/// first); every other hit keeps its place.
-fn personal_memories_first(hits: &mut [SearchHit]) {
-    let is_memory = |hit: &SearchHit| hit.drawer.wing.as_str() == crate::memories::MEMORY_WING;
-    let places: Vec<usize> = (0..hits.len()).filter(|&at| is_memory(&hits[at])).collect();
-    let mut memories: Vec<SearchHit> = places.iter().map(|&at| hits[at].clone()).collect();
-    memories.sort_by_key(|hit| hit.drawer.owner_user_id.is_none());
-    for (at, hit) in places.into_iter().zip(memories) {
-        hits[at] = hit;
     }
 }

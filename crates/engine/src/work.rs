@@ -565,12 +565,16 @@ impl Palace {
     pub fn enrich_all(&self) -> EngineResult<EnrichReport> {
         let mut report = EnrichReport::default();
         let Some(llm) = self.llm().cloned() else {
-            report.skipped = Some("no language model is configured; process already extracted entities without one".into());
+            report.skipped =
+                Some("no language model is configured; process already extracted entities without one".into());
             return Ok(report);
         };
         for workspace in self.store().workspaces()? {
             let palace = self.for_workspace(workspace);
-            let after = palace.store().source_cursor(palace.workspace(), ENRICH_CURSOR)?.and_then(|id| DrawerId::parse(&id).ok());
+            let after = palace
+                .store()
+                .source_cursor(palace.workspace(), ENRICH_CURSOR)?
+                .and_then(|id| DrawerId::parse(&id).ok());
             let page = palace.store().scan_drawers(palace.workspace(), after.as_ref(), ENRICH_SCAN)?;
             let next = if page.len() < ENRICH_SCAN { None } else { page.last().map(|d| d.id.as_str().to_string()) };
             report.examined += page.len();

@@ -155,7 +155,9 @@ pub fn extract_report(report: &mempalace_engine::memories::ExtractReport) -> Val
             let mut value = match &applied.decision {
                 Decision::Add(m) => json!({"decision": "add", "entity_type": m.entity_type.as_str(),
                     "entity_name": m.entity_name, "observation": m.observation, "scope": m.scope.as_str()}),
-                Decision::Update { id, observation } => json!({"decision": "update", "id": id, "observation": observation}),
+                Decision::Update { id, observation } => {
+                    json!({"decision": "update", "id": id, "observation": observation})
+                }
                 Decision::Delete { id, reason } => json!({"decision": "delete", "id": id, "reason": reason}),
             };
             value["filed"] = json!(applied.filed.as_ref().map(|id| id.as_str()));

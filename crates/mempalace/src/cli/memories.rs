@@ -71,7 +71,8 @@ fn conversations(args: &ExtractArgs) -> Result<Vec<(Option<String>, Vec<Turn>)>>
     };
     let user_names: Vec<&str> = args.user_names.iter().map(String::as_str).collect();
     let plain = turns_from_text(&text, &user_names);
-    let detected = mempalace_mine::detect(&text).filter(|f| *f != mempalace_mine::Format::PlainText || plain.is_empty());
+    let detected =
+        mempalace_mine::detect(&text).filter(|f| *f != mempalace_mine::Format::PlainText || plain.is_empty());
     let found: Vec<(Option<String>, Vec<Turn>)> = match detected {
         Some(format) => mempalace_mine::parse(format, &text, &name)
             .conversations
@@ -93,7 +94,8 @@ fn conversations(args: &ExtractArgs) -> Result<Vec<(Option<String>, Vec<Turn>)>>
             .collect(),
         None => vec![(None, plain)],
     };
-    let found: Vec<_> = found.into_iter().filter(|(_, turns)| turns.iter().any(|t| t.speaker == Speaker::User)).collect();
+    let found: Vec<_> =
+        found.into_iter().filter(|(_, turns)| turns.iter().any(|t| t.speaker == Speaker::User)).collect();
     if found.is_empty() {
         return Err(UserError(format!(
             "no conversation with a user's turn in {}; give a transcript, or text with `user:` and `assistant:` lines \
@@ -136,7 +138,11 @@ pub fn extract(palace: &Palace, args: ExtractArgs) -> Result<()> {
             ExtractPath::Rules(why) => format!("decided by the rules ({why})"),
         };
         let heading = session.as_deref().map(|s| format!("Conversation {s}: ")).unwrap_or_default();
-        output::line(format!("{heading}{} decision(s), {by}{}", report.applied.len(), if report.dry_run { ", dry run" } else { "" }))?;
+        output::line(format!(
+            "{heading}{} decision(s), {by}{}",
+            report.applied.len(),
+            if report.dry_run { ", dry run" } else { "" }
+        ))?;
         for applied in &report.applied {
             let line = match &applied.decision {
                 Decision::Add(m) => format!("  + [{} {}] {}: {}", m.scope, m.entity_type, m.entity_name, m.observation),
@@ -162,11 +168,7 @@ pub fn list(palace: &Palace, args: MemoriesArgs) -> Result<()> {
     for m in &memories {
         output::line(format!(
             "[{} {}] {}: {}  ({})",
-            m.memory.scope,
-            m.memory.entity_type,
-            m.memory.entity_name,
-            m.memory.observation,
-            m.drawer.id
+            m.memory.scope, m.memory.entity_type, m.memory.entity_name, m.memory.observation, m.drawer.id
         ))?;
     }
     Ok(())

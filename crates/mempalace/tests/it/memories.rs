@@ -31,7 +31,10 @@ fn extract_and_list_with_the_rules(store: Store) {
     assert_eq!(sandbox.json(&["memories", "--user", "alex", "--json"])["count"], 0, "a dry run files nothing");
 
     let done = sandbox.json(&["extract", &file, "--user", "alex", "--json"]);
-    assert!(done["conversations"][0]["decisions"].as_array().unwrap().iter().all(|d| d["outcome"] == "filed"), "{done}");
+    assert!(
+        done["conversations"][0]["decisions"].as_array().unwrap().iter().all(|d| d["outcome"] == "filed"),
+        "{done}"
+    );
     let alex = sandbox.json(&["memories", "--user", "alex", "--json"]);
     assert_eq!(alex["count"], 3);
     assert_eq!(alex["memories"][0]["owner"], "alex", "personal memories first");
@@ -40,7 +43,8 @@ fn extract_and_list_with_the_rules(store: Store) {
     assert_eq!(sam["count"], 1, "another user sees the workspace's memory only: {sam}");
 
     // A later conversation updates the home city: the old memory is kept, superseded.
-    let moved = sandbox.run_with_stdin(&["extract", "-", "--user", "alex"], b"user: Big news: I moved to Bergen last month.\n");
+    let moved =
+        sandbox.run_with_stdin(&["extract", "-", "--user", "alex"], b"user: Big news: I moved to Bergen last month.\n");
     assert!(moved.status.success(), "{}", text(&moved.stderr));
     let said = text(&moved.stdout);
     assert!(said.contains("decided by the rules") && said.contains("~ drawer_memories_fact_"), "{said}");
@@ -53,7 +57,13 @@ fn extract_and_list_with_the_rules(store: Store) {
     assert!(now.iter().any(|o| o.contains("Bergen")) && !now.iter().any(|o| o.contains("Oslo")), "{now:?}");
 
     // The injector offers the user's memories.
-    let injected = sandbox.json(&["inject", "Which package manager do I use, and where do I live now?", "--user", "alex", "--json"]);
+    let injected = sandbox.json(&[
+        "inject",
+        "Which package manager do I use, and where do I live now?",
+        "--user",
+        "alex",
+        "--json",
+    ]);
     let section = injected["section"].as_str().unwrap_or_default();
     assert!(section.contains("pnpm") && section.contains("Bergen"), "{injected}");
     assert_eq!(sandbox.json(&["inject", "ok thanks", "--user", "alex", "--json"])["trivial"], true);
@@ -79,7 +89,15 @@ fn work_with_a_model_classifies_extracts_and_falls_back_when_the_answer_is_unrea
         .with_env("MEMPALACE_LLM_BASE_URL", &format!("{}/v1", server.url()))
         .with_env("MEMPALACE_LLM_MODEL", "small-model")
         .with_env("MEMPALACE_LLM_EXTRACT_MODEL", "big-model");
-    let id = sandbox.ok(&["add", "--wing", "chat", "--room", "talk", "--", "user: Alex here. I live in Oslo.\nassistant: Nice city!"]);
+    let id = sandbox.ok(&[
+        "add",
+        "--wing",
+        "chat",
+        "--room",
+        "talk",
+        "--",
+        "user: Alex here. I live in Oslo.\nassistant: Nice city!",
+    ]);
     let id = id.trim().to_string();
     // The conversation's classification, then its extraction; the memory the
     // extraction files is classified by the fallback answer.
@@ -112,7 +130,8 @@ fn work_with_a_model_classifies_extracts_and_falls_back_when_the_answer_is_unrea
     assert!(facts.to_string().contains("lives_in"), "the model's fact, its predicate in snake_case: {facts}");
 
     // An unreadable answer: the drawer is classified heuristically, and the run says why.
-    let other = sandbox.ok(&["add", "--wing", "chat", "--room", "talk", "--", "The deploy script lives in tools/deploy.sh."]);
+    let other =
+        sandbox.ok(&["add", "--wing", "chat", "--room", "talk", "--", "The deploy script lives in tools/deploy.sh."]);
     server.push(Reply::openai("Sorry, I can't help with that."));
     let work = sandbox.json(&["work", "--once", "--jobs", "process", "--json"]);
     let report = &work["runs"][0]["report"];
