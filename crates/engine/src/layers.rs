@@ -165,12 +165,15 @@ impl Palace {
                 .collect()
         };
         let asked = words(message);
+        // The shared words over the shorter side: a short memory whose
+        // words a long message holds is as relevant as the other way round.
         let lexical = |text: &str| {
-            if asked.is_empty() {
+            let theirs = words(text);
+            let shorter = asked.len().min(theirs.len());
+            if shorter == 0 {
                 return 0.0;
             }
-            let theirs = words(text);
-            asked.iter().filter(|w| theirs.contains(*w)).count() as f64 / asked.len() as f64
+            asked.iter().filter(|w| theirs.contains(*w)).count() as f64 / shorter as f64
         };
         let mut texts: Vec<&str> = vec![message];
         texts.extend(abstracts.iter().copied());

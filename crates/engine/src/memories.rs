@@ -13,7 +13,7 @@
 //! there is none, or it fails, [`mempalace_core::memory::extract_by_rules`]
 //! decides, and the report says which path ran and why.
 
-use mempalace_core::llm::read_json;
+use mempalace_core::llm::{Llm, Task, read_json};
 use mempalace_core::memory::{Decision, EntityType, ExistingMemory, MemoryScope, NewMemory, Turn, extract_by_rules};
 use mempalace_core::prompts::{check_extraction, extract_request};
 use mempalace_core::{Drawer, DrawerId, DrawerStatus, MemoryType, Room, Wing};
@@ -135,27 +135,10 @@ impl Palace {
         existing: &[ExistingMemory],
         rules_only: bool,
     ) -> (ExtractPath, Vec<Decision>, usize) {
-        let rules = |why: String| (ExtractPath::Rules(why), extract_by_rules(conversation, existing), 0);
-        let llm = match (self.llm(), rules_only) {
-            (_, true) => return rules("asked for the rules".into()),
-            (None, _) => return rules("no language model is configured".into()),
-            (Some(llm), _) => llm,
-        };
-        let request = extract_request(conversation, existing);
-        let answer = llm.chat(&request).and_then(|response| {
-            let value = read_json(&response.text)?;
-            Ok((response.model, check_extraction(&value, existing)?))
-        });
-        match answer {
-            Ok((model, checked)) => {
-                let model = if model.is_empty() { llm.model_for(mempalace_core::llm::Task::Extract) } else { model };
-                (ExtractPath::Model(model), checked.items.into_iter().flatten().collect(), checked.rejected)
-            }
-            Err(error) => {
-                tracing::warn!(%error, "memory extraction fell back to the rules");
-                rules(error.to_string())
-            }
+        if rules_only {
+            return (ExtractPath::Rules("asked for the rules".into()), extract_by_rules(conversation, existing), 0);
         }
+        decide(self.llm().map(|l| l.as_ref() as &dyn Llm), conversation, existing)
     }
 
     fn apply(
@@ -262,6 +245,35 @@ impl Palace {
         drawer.status_reason = Some(reason.to_string());
         drawer.updated_at = self.now();
         Ok(self.store().replace_drawer(&drawer)?)
+    }
+}
+
+/// The decisions about `conversation` against `existing`: the model's
+/// (checked) when `llm` is given and answers, else the rules'; with the
+/// path taken and how many of the model's items were dropped.
+pub fn decide(
+    llm: Option<&dyn Llm>,
+    conversation: &[Turn],
+    existing: &[ExistingMemory],
+) -> (ExtractPath, Vec<Decision>, usize) {
+    let rules = |why: String| (ExtractPath::Rules(why), extract_by_rules(conversation, existing), 0);
+    let Some(llm) = llm else {
+        return rules("no language model is configured".into());
+    };
+    let request = extract_request(conversation, existing);
+    let answer = llm.chat(&request).and_then(|response| {
+        let value = read_json(&response.text)?;
+        Ok((response.model, check_extraction(&value, existing)?))
+    });
+    match answer {
+        Ok((model, checked)) => {
+            let model = if model.is_empty() { llm.model_for(Task::Extract) } else { model };
+            (ExtractPath::Model(model), checked.items.into_iter().flatten().collect(), checked.rejected)
+        }
+        Err(error) => {
+            tracing::warn!(%error, "memory extraction fell back to the rules");
+            rules(error.to_string())
+        }
     }
 }
 

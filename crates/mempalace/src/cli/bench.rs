@@ -18,6 +18,25 @@ pub enum BenchCommand {
     Locomo(LocomoArgs),
     /// LongMemEval: MemPalace's session recall and the official recall_all / ndcg_any.
     Longmemeval(LongMemEvalArgs),
+    /// Memory extraction on a labelled set: precision and recall of the configured language model (or --rules).
+    Extract(ExtractArgs),
+}
+
+/// `bench extract`.
+#[derive(Debug, Args)]
+pub struct ExtractArgs {
+    /// A labelled set (e.g. crates/core/tests/data/memory_extraction_holdout.json).
+    #[arg(long)]
+    set: PathBuf,
+    /// Score the rules instead of the configured language model.
+    #[arg(long)]
+    rules: bool,
+    /// Only the first N cases.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Also write the report JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 /// `bench locomo`.
@@ -79,6 +98,9 @@ pub fn run(settings: &Settings, command: BenchCommand) -> Result<()> {
     use super::UserError;
     use crate::output;
 
+    if let BenchCommand::Extract(args) = command {
+        return extract(settings, args);
+    }
     let embedder = super::embedder::build(settings)?;
     let scratch = tempfile_dir()?;
     let mut made = 0_usize;
@@ -123,6 +145,7 @@ pub fn run(settings: &Settings, command: BenchCommand) -> Result<()> {
             report["fusion"] = Value::from(args.fusion.name());
             (report, args.json)
         }
+        BenchCommand::Extract(_) => unreachable!("handled above"),
         BenchCommand::Longmemeval(args) => {
             let instances = longmemeval::load(&args.data)?;
             let mut report = longmemeval::run(&instances, &mut factory, &mut progress)?;
@@ -150,4 +173,65 @@ fn tempfile_dir() -> Result<PathBuf> {
     ));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     Ok(dir)
+}
+
+/// `bench extract`: every case through the same decision the engine makes
+/// (the model's checked answer, or the rules), scored.
+#[cfg(feature = "bench")]
+fn extract(settings: &Settings, args: ExtractArgs) -> Result<()> {
+    use mempalace_engine::memories::{ExtractPath, decide};
+    use mempalace_eval::extraction::{load, score};
+    use serde_json::json;
+
+    use crate::output;
+
+    let mut cases = load(&args.set)?;
+    if let Some(limit) = args.limit {
+        cases.truncate(limit);
+    }
+    let llm = if args.rules { None } else { super::llm::client(settings)? };
+    if !args.rules && llm.is_none() {
+        return Err(super::UserError(
+            "no language model is configured: set MEMPALACE_LLM_BASE_URL and MEMPALACE_LLM_MODEL (docs/llm.md), \
+             or score the rules with --rules"
+                .into(),
+        )
+        .into());
+    }
+    let started = std::time::Instant::now();
+    let mut fell_back = 0;
+    let mut done = 0;
+    let total = cases.len();
+    let report = score(&cases, |case| {
+        let (path, decisions, _) = decide(llm.as_deref(), &case.conversation, &case.existing);
+        done += 1;
+        output::note(format!("case {done}/{total} {}: {} decision(s)", case.id, decisions.len()));
+        match path {
+            ExtractPath::Rules(why) if llm.is_some() => {
+                fell_back += 1;
+                Err(why)
+            }
+            _ => Ok(decisions),
+        }
+    });
+    let counts = |c: &mempalace_eval::extraction::Counts| {
+        json!({"precision": c.precision(), "recall": c.recall(), "f1": c.f1(),
+            "tp": c.true_positives, "fp": c.false_positives, "fn": c.false_negatives})
+    };
+    let value = json!({
+        "set": args.set.display().to_string(),
+        "extractor": if args.rules { "rules".to_string() } else { llm.as_ref().map_or_else(String::new, |l| l.model_for(mempalace_core::llm::Task::Extract)) },
+        "cases": total,
+        "overall": counts(&report.overall),
+        "by_kind": report.by_kind.iter().map(|(kind, c)| (kind.to_string(), counts(c))).collect::<serde_json::Map<_, _>>(),
+        "entity_type_right": report.entity_type_right, "entity_type_of": report.entity_type_of,
+        "model_errors": fell_back,
+        "errors": report.errors.iter().map(|(case, why)| json!({"case": case, "error": why})).collect::<Vec<_>>(),
+        "seconds": started.elapsed().as_secs_f64(),
+    });
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&value)? + "\n")?;
+    }
+    output::json(&value)?;
+    Ok(())
 }

@@ -13,7 +13,7 @@ use crate::harness::{Sandbox, Store, on_both, text};
 const TALK: &str = "user: I live in Oslo and I always use pnpm.\nassistant: Noted!\nuser: In this repo we use Vitest for tests.\nassistant: Got it.\n";
 
 fn extract_and_list_with_the_rules(store: Store) {
-    let sandbox = Sandbox::on(store);
+    let sandbox = Sandbox::on(store).with_static_model();
     let file = sandbox.path("talk.txt");
     std::fs::write(&file, TALK).unwrap();
     let file = file.display().to_string();
@@ -99,19 +99,18 @@ fn work_with_a_model_classifies_extracts_and_falls_back_when_the_answer_is_unrea
         "user: Alex here. I live in Oslo.\nassistant: Nice city!",
     ]);
     let id = id.trim().to_string();
-    // The conversation's classification, then its extraction; the memory the
-    // extraction files is classified by the fallback answer.
+    // The conversation's classification, then its extraction (the memory
+    // it files has its type already and is not classified again).
     server.push(Reply::openai(&classification(0, "identity", "Alex lives in Oslo.")));
     server.push(Reply::openai(
         &json!({"new": [{"entity_type": "fact", "entity_name": "home city", "observation": "Alex lives in Oslo.",
             "scope": "workspace"}], "updates": [], "deletes": []})
         .to_string(),
     ));
-    server.set_fallback(Reply::openai(&classification(0, "identity", "Home city.")));
     let work = sandbox.json(&["work", "--once", "--jobs", "process", "--json"]);
     let report = &work["runs"][0]["report"];
     assert_eq!(report["model_fallback"], Value::Null, "{work}");
-    assert_eq!(report["by_model"], 2, "the conversation and the memory: {work}");
+    assert_eq!((report["claimed"].as_u64(), report["by_model"].as_u64()), (Some(1), Some(1)), "{work}");
     assert_eq!(report["memories"]["added"], 1, "{work}");
     let drawer = sandbox.json(&["get", &id, "--json"]);
     assert_eq!(

@@ -59,6 +59,7 @@ MEMORY_TOOLS = [
     "memory_check_duplicate", "memory_traverse", "memory_find_tunnels", "memory_graph_stats", "memory_add_drawer",
     "memory_ingest_turn", "memory_delete_drawer", "memory_set_identity", "memory_kg_query", "memory_kg_add", "memory_kg_invalidate",
     "memory_kg_timeline", "memory_kg_stats", "memory_diary_write", "memory_diary_read",
+    "memory_extract", "memory_list_memories", "memory_inject",
 ]
 ROBOTMEM_TOOLS = ["learn", "recall", "save_perception", "forget", "update", "start_session", "end_session"]
 
@@ -553,6 +554,25 @@ async def memory_family(session):
     check(deleted["deleted"], "memory_delete_drawer (soft)", deleted)
     code, message = await rpc_error(session, "memory_search", {"query": "x", "limit": 101})
     check(code == -32602 and "100" in message, "memory_search limit is 1–100, as every surface's", message)
+    # Extracted memories, scoped: alex's own and the workspace's.
+    extracted = await call(session, "memory_extract", {"user_id": "alex", "turns": [
+        {"role": "user", "text": "I live in Oslo and I always use pnpm."}, {"role": "assistant", "text": "Noted."},
+        {"role": "user", "text": "In this repo we use Vitest for tests."}]})
+    check(extracted["path"] == "rules" and [d["scope"] for d in extracted["decisions"]] == ["user", "user", "workspace"],
+          "memory_extract files scoped memories", extracted)
+    mine = await call(session, "memory_list_memories", {"user_id": "alex"})
+    theirs = await call(session, "memory_list_memories", {"user_id": "sam"})
+    check(mine["count"] == 3 and mine["memories"][0]["owner"] == "alex" and theirs["count"] == 1,
+          "each user sees their own memories and the workspace's", [mine, theirs])
+    found = await call(session, "memory_search", {"query": "pnpm package manager", "user_id": "alex"})
+    check(any("pnpm" in r["content"] for r in found["results"]), "memory_search as the user finds their memory", found)
+    hidden = await call(session, "memory_search", {"query": "pnpm package manager", "user_id": "sam"})
+    check(not any("pnpm" in r["content"] for r in hidden["results"]), "another user does not", hidden)
+    injected = await call(session, "memory_inject", {"message": "Which package manager do I use for my projects?",
+                                                     "user_id": "alex"})
+    check(injected["section"] and "pnpm" in injected["section"], "memory_inject offers the user's memory", injected)
+    code, message = await rpc_error(session, "memory_extract", {"turns": [{"role": "robot", "text": "beep"}]})
+    check(code == -32602 and "robot" in message, "a turn of no known role is refused", message)
 
 
 async def robotmem_family(session):
