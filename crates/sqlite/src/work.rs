@@ -184,9 +184,20 @@ pub(crate) fn pipeline_counts(
         .and_then(|mut stmt| stmt.query_row(params![workspace.as_str()], |row| row.get(0)))
         .ctx(c)?;
     counts.memories = u64::try_from(memories).unwrap_or(0);
-    // SQLite returns the other columns of the row holding max(tick).
+    // A skip scan of the primary key (job, tick): one probe per job name
+    // and one for its highest tick, however many ticks were recorded
+    // (a plain GROUP BY reads every row: 0.02 s at 100,000 ticks).
     let mut stmt = conn
-        .prepare_cached("SELECT job, max(tick), holder, started_at, finished FROM job_ticks GROUP BY job ORDER BY job")
+        .prepare_cached(
+            "WITH RECURSIVE jobs (job) AS ( \
+                 SELECT min(job) FROM job_ticks \
+                 UNION ALL SELECT (SELECT min(job) FROM job_ticks WHERE job > jobs.job) FROM jobs \
+                 WHERE jobs.job IS NOT NULL) \
+             SELECT t.job, t.tick, t.holder, t.started_at, t.finished FROM jobs \
+             JOIN job_ticks t ON t.job = jobs.job \
+             AND t.tick = (SELECT max(tick) FROM job_ticks m WHERE m.job = jobs.job) \
+             ORDER BY t.job",
+        )
         .ctx(c)?;
     let mut rows = stmt.query([]).ctx(c)?;
     while let Some(row) = rows.next().ctx(c)? {
