@@ -14,7 +14,7 @@ use mempalace_core::{
     MemoryType, PipelineTier, Room, Timestamp, Wing, WorkspaceId,
 };
 use mempalace_store::{
-    HealthCheck, IdentityRecord, PalaceRecord, PutOutcome, RecordCounts, StorageInfo, Store, Taxonomy,
+    HealthCheck, IdentityRecord, PalaceRecord, PipelineCounts, PutOutcome, RecordCounts, StorageInfo, Store, Taxonomy,
 };
 
 use mempalace_core::embedder::Embedder;
@@ -179,6 +179,9 @@ pub struct PalaceStatus {
     pub workspace: WorkspaceId,
     /// Visible drawers per wing and room.
     pub taxonomy: Taxonomy,
+    /// Where the drawers are in the cold path, and the periodic jobs' last
+    /// runs.
+    pub pipeline: PipelineCounts,
 }
 
 /// What `doctor` found and did.
@@ -436,13 +439,28 @@ impl Palace {
         if found { Ok(()) } else { Err(EngineError::NotFound { what: "drawer", id: id.to_string() }) }
     }
 
-    /// Counts per wing and room, from the aggregate.
+    /// Counts per wing and room, from the aggregate, and the cold path's
+    /// counts (see [`Palace::pipeline_counts`]).
     pub fn status(&self) -> EngineResult<PalaceStatus> {
         Ok(PalaceStatus {
             storage: self.store.info()?,
             workspace: self.workspace.clone(),
             taxonomy: self.store.taxonomy(&self.workspace)?,
+            pipeline: self.pipeline_counts()?,
         })
+    }
+
+    /// Visible drawers per wing and room, from the aggregate (what
+    /// [`Palace::status`] reports, without the storage and cold-path reads).
+    pub fn taxonomy(&self) -> EngineResult<Taxonomy> {
+        Ok(self.store.taxonomy(&self.workspace)?)
+    }
+
+    /// Where the workspace's drawers are in the cold path (per state, tier
+    /// and status; claims live now; active memories) and the latest run of
+    /// each periodic job.
+    pub fn pipeline_counts(&self) -> EngineResult<PipelineCounts> {
+        Ok(self.store.pipeline_counts(&self.workspace, self.now())?)
     }
 
     /// The workspace's identity, if set.

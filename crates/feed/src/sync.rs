@@ -133,7 +133,7 @@ pub fn sync(palace: &Palace, options: &SyncOptions) -> FeedResult<SyncReport> {
     let mut report = SyncReport { dry_run: !options.apply, ..SyncReport::default() };
     // Drawers without any source (filed by hand or over MCP) count as "no
     // source" too, as the Python MemPalace counts them.
-    let taxonomy = palace.status()?.taxonomy;
+    let taxonomy = palace.taxonomy()?;
     let visible: u64 = match &options.wing {
         Some(wing) => taxonomy.wings.get(wing).map_or(0, |w| w.drawers),
         None => taxonomy.total_drawers,

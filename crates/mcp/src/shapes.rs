@@ -6,7 +6,7 @@ use mempalace_core::Drawer;
 use mempalace_core::tunnel::Tunnel;
 use mempalace_engine::graph::{GraphStats, Reached, TunnelRoom};
 use mempalace_engine::kg::{Fact, fact_time};
-use mempalace_store::{KgStats, Taxonomy};
+use mempalace_store::{KgStats, PipelineCounts, Taxonomy};
 use serde_json::{Map, Value, json};
 
 /// `{"wing": count}` and `{"room": count}` (a room summed over wings).
@@ -25,6 +25,30 @@ pub fn wing_and_room_counts(taxonomy: &Taxonomy) -> (Map<String, Value>, Map<Str
 /// `{"wing": {"room": count}}`.
 pub fn taxonomy(taxonomy: &Taxonomy) -> Value {
     Value::Object(taxonomy.wings.iter().map(|(name, wing)| (name.clone(), json!(wing.rooms))).collect())
+}
+
+/// The cold path's counts (our own shape, not MemPalace's): `status --json`
+/// and `memory_status` carry it as `pipeline`. Every state, tier and status
+/// is present, zeros included; `last_runs` lists the latest run of each
+/// periodic job that ever ran, by job name.
+pub fn pipeline(counts: &PipelineCounts) -> Value {
+    let by = |pairs: Vec<(&'static str, u64)>| -> Value {
+        Value::Object(pairs.into_iter().map(|(name, count)| (name.to_string(), json!(count))).collect())
+    };
+    json!({
+        "by_state": by(counts.by_state.iter().map(|(state, n)| (state.as_str(), *n)).collect()),
+        "claimed": counts.claimed,
+        "by_tier": by(counts.by_tier.iter().map(|(tier, n)| (tier.as_str(), *n)).collect()),
+        "by_status": by(counts.by_status.iter().map(|(status, n)| (status.as_str(), *n)).collect()),
+        "memories": counts.memories,
+        "last_runs": counts.last_runs.iter().map(|run| json!({
+            "job": run.job,
+            "tick": run.tick,
+            "holder": run.holder,
+            "started_at": mempalace_core::time::format_timestamp(&run.started_at),
+            "finished": run.finished,
+        })).collect::<Vec<_>>(),
+    })
 }
 
 /// A fact (MemPalace `kg_query` item, plus its id and source drawer).

@@ -50,8 +50,8 @@ use mempalace_core::{
 };
 use mempalace_store::{
     AppendOutcome, Direction, DrawerFilter, EventFilter, HallCount, HealthCheck, IdentityRecord, KgStats, PalaceRecord,
-    PutOutcome, RecordCounts, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy, TripleOutcome,
-    VectorChange,
+    PipelineCounts, PutOutcome, RecordCounts, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy,
+    TripleOutcome, VectorChange,
 };
 
 use crate::error::Context;
@@ -452,6 +452,10 @@ impl StoreRead for PgStore {
         self.run(self.read(async |tx| coordination::scan_artifacts(tx, workspace, after, limit).await))
     }
 
+    fn pipeline_counts(&self, workspace: &WorkspaceId, now: Timestamp) -> StoreResult<PipelineCounts> {
+        self.run(self.read(async |tx| work::pipeline_counts(tx, workspace, &now).await))
+    }
+
     fn vector_search(
         &self,
         workspace: &WorkspaceId,
@@ -669,15 +673,20 @@ impl StoreWrite for PgStore {
         })
     }
 
-    fn finish_job(&self, job: &str, _holder: &str) -> StoreResult<()> {
+    fn finish_job(&self, job: &str, holder: &str) -> StoreResult<()> {
         let held = self.job_locks.lock().expect("job lock map poisoned").remove(job);
-        if let Some(client) = held {
-            self.run(async {
+        self.run(async {
+            // Marked before the lock is released, so a reader never sees a
+            // released job whose run still looks unfinished.
+            let marked = match &held {
+                Some(client) => work::mark_finished(client, job, holder).await,
+                None => work::mark_finished(&self.client().await?, job, holder).await,
+            };
+            if let Some(client) = held {
                 work::release_job(client, job).await;
-                Ok(())
-            })?;
-        }
-        Ok(())
+            }
+            marked
+        })
     }
 
     fn set_identity(&self, workspace: &WorkspaceId, identity: &Identity, at: Timestamp) -> StoreResult<()> {

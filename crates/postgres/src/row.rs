@@ -91,7 +91,7 @@ fn get<'a, T: tokio_postgres::types::FromSql<'a>>(row: &'a Row, index: usize, wh
     row.try_get(index).map_err(|error| StoreError::invalid(format!("{what}: {error}")))
 }
 
-fn vocab<T: FromStr<Err = mempalace_core::ValidationError>>(text: &str, what: &str) -> StoreResult<T> {
+pub(crate) fn vocab<T: FromStr<Err = mempalace_core::ValidationError>>(text: &str, what: &str) -> StoreResult<T> {
     text.parse::<T>().map_err(|error| StoreError::invalid(format!("{what}: {error}")))
 }
 

@@ -41,8 +41,8 @@ use mempalace_core::{
 };
 use mempalace_store::{
     AppendOutcome, Direction, DrawerFilter, EventFilter, HallCount, HealthCheck, IdentityRecord, KgStats, PalaceRecord,
-    PutOutcome, RecordCounts, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy, TripleOutcome,
-    VectorChange,
+    PipelineCounts, PutOutcome, RecordCounts, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy,
+    TripleOutcome, VectorChange,
 };
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
@@ -388,6 +388,10 @@ impl StoreRead for SqliteStore {
 
     fn scan_artifacts(&self, workspace: &WorkspaceId, after: Option<&str>, limit: usize) -> StoreResult<Vec<Artifact>> {
         self.read(|conn| coordination::scan_artifacts(conn, workspace, after, limit))
+    }
+
+    fn pipeline_counts(&self, workspace: &WorkspaceId, now: Timestamp) -> StoreResult<PipelineCounts> {
+        self.read(|conn| work::pipeline_counts(conn, workspace, &now))
     }
 }
 

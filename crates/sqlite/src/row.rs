@@ -74,7 +74,7 @@ pub(crate) fn to_json_text(value: &impl serde::Serialize) -> String {
     serde_json::to_string(value).expect("maps and string lists always serialise")
 }
 
-fn parse_vocab<T: FromStr<Err = mempalace_core::ValidationError>>(text: &str, what: &str) -> StoreResult<T> {
+pub(crate) fn parse_vocab<T: FromStr<Err = mempalace_core::ValidationError>>(text: &str, what: &str) -> StoreResult<T> {
     text.parse::<T>().map_err(|error| StoreError::invalid(format!("{what}: {error}")))
 }
 

@@ -18,7 +18,7 @@ use crate::error::Context;
 pub(crate) const APPLICATION_ID: i32 = 0x6d70_6c63;
 
 /// The highest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// Migrations, oldest first: (version reached, SQL).
 const MIGRATIONS: &[(u32, &str)] = &[
@@ -29,6 +29,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (5, include_str!("migrations/0005_source_cursors.sql")),
     (6, include_str!("migrations/0006_work.sql")),
     (7, include_str!("migrations/0007_coordination.sql")),
+    (8, include_str!("migrations/0008_pipeline_counts.sql")),
 ];
 
 /// Refuses a file that is not a palace, without writing to it. An empty

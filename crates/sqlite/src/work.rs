@@ -7,11 +7,11 @@
 //! until the lease ends.
 
 use mempalace_core::{Drawer, DrawerId, Timestamp, WorkspaceId};
-use mempalace_store::{StoreError, StoreResult};
-use rusqlite::{OptionalExtension, Transaction, params};
+use mempalace_store::{JobRun, PipelineCounts, StoreError, StoreResult};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use crate::error::Context;
-use crate::row::{DRAWER_COLUMNS, drawer_from_row, to_json_text, ts};
+use crate::row::{DRAWER_COLUMNS, drawer_from_row, parse_ts, parse_vocab, to_json_text, ts};
 
 pub(crate) fn claim_raw_drawers(
     tx: &Transaction<'_>,
@@ -135,7 +135,82 @@ pub(crate) fn finish_job(tx: &Transaction<'_>, job: &str, holder: &str) -> Store
     tx.prepare_cached("DELETE FROM job_locks WHERE job = ?1 AND holder = ?2")
         .and_then(|mut stmt| stmt.execute(params![job, holder]))
         .ctx("finishing a job")?;
+    tx.prepare_cached("UPDATE job_ticks SET finished = 1 WHERE job = ?1 AND holder = ?2 AND finished = 0")
+        .and_then(|mut stmt| stmt.execute(params![job, holder]))
+        .ctx("finishing a job")?;
     Ok(())
+}
+
+/// The cold path's counts: one grouped scan of the covering index
+/// `drawers_pipeline`, a range of it for live claims, the room-count
+/// aggregate for memories, and the latest tick per job.
+pub(crate) fn pipeline_counts(
+    conn: &Connection,
+    workspace: &WorkspaceId,
+    now: &Timestamp,
+) -> StoreResult<PipelineCounts> {
+    let c = "counting the cold path";
+    let mut counts = PipelineCounts::default();
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT state, pipeline_tier, status, count(*) FROM drawers WHERE workspace_id = ?1 \
+             GROUP BY state, pipeline_tier, status",
+        )
+        .ctx(c)?;
+    let mut rows = stmt.query(params![workspace.as_str()]).ctx(c)?;
+    while let Some(row) = rows.next().ctx(c)? {
+        let state: String = row.get(0).ctx(c)?;
+        let tier: String = row.get(1).ctx(c)?;
+        let status: String = row.get(2).ctx(c)?;
+        let count: i64 = row.get(3).ctx(c)?;
+        counts.add_group(
+            parse_vocab(&state, "drawer state")?,
+            parse_vocab(&tier, "pipeline tier")?,
+            parse_vocab(&status, "drawer status")?,
+            u64::try_from(count).unwrap_or(0),
+        );
+    }
+    let claimed: i64 = conn
+        .prepare_cached(
+            "SELECT count(*) FROM drawers WHERE workspace_id = ?1 AND state = 'raw' AND claimed_until >= ?2",
+        )
+        .and_then(|mut stmt| stmt.query_row(params![workspace.as_str(), ts(now)], |row| row.get(0)))
+        .ctx(c)?;
+    counts.claimed = u64::try_from(claimed).unwrap_or(0);
+    let memories: i64 = conn
+        .prepare_cached(
+            "SELECT coalesce(sum(drawers), 0) FROM room_counts WHERE workspace_id = ?1 AND wing = 'memories'",
+        )
+        .and_then(|mut stmt| stmt.query_row(params![workspace.as_str()], |row| row.get(0)))
+        .ctx(c)?;
+    counts.memories = u64::try_from(memories).unwrap_or(0);
+    // A skip scan of the primary key (job, tick): one probe per job name
+    // and one for its highest tick, however many ticks were recorded
+    // (a plain GROUP BY reads every row: 0.02 s at 100,000 ticks).
+    let mut stmt = conn
+        .prepare_cached(
+            "WITH RECURSIVE jobs (job) AS ( \
+                 SELECT min(job) FROM job_ticks \
+                 UNION ALL SELECT (SELECT min(job) FROM job_ticks WHERE job > jobs.job) FROM jobs \
+                 WHERE jobs.job IS NOT NULL) \
+             SELECT t.job, t.tick, t.holder, t.started_at, t.finished FROM jobs \
+             JOIN job_ticks t ON t.job = jobs.job \
+             AND t.tick = (SELECT max(tick) FROM job_ticks m WHERE m.job = jobs.job) \
+             ORDER BY t.job",
+        )
+        .ctx(c)?;
+    let mut rows = stmt.query([]).ctx(c)?;
+    while let Some(row) = rows.next().ctx(c)? {
+        let started_at: String = row.get(3).ctx(c)?;
+        counts.last_runs.push(JobRun {
+            job: row.get(0).ctx(c)?,
+            tick: row.get(1).ctx(c)?,
+            holder: row.get(2).ctx(c)?,
+            started_at: parse_ts(&started_at, "job run start")?,
+            finished: row.get::<_, i64>(4).ctx(c)? != 0,
+        });
+    }
+    Ok(counts)
 }
 
 pub(crate) fn decay_importance(

@@ -22,7 +22,9 @@ use mempalace_core::{
 };
 use serde_json::json;
 
-use crate::{AppendOutcome, DrawerFilter, EventFilter, IdentityRecord, PalaceRecord, PutOutcome, Store};
+use crate::{
+    AppendOutcome, DrawerFilter, EventFilter, IdentityRecord, JobRun, PalaceRecord, PipelineCounts, PutOutcome, Store,
+};
 
 /// One `#[test]` per conformance check, each on a fresh store from
 /// `$fresh`: a function returning `Option<(guard, Arc<dyn Store>)>` (the
@@ -51,6 +53,7 @@ macro_rules! conformance_suite {
             check_put_and_remove,
             check_claims,
             check_periodic_jobs,
+            check_pipeline_counts,
             check_maintenance,
             check_events_round_trip_and_filters,
             check_event_artifacts_and_references,
@@ -921,6 +924,99 @@ pub fn check_periodic_jobs(store: &dyn Store) {
     store.finish_job("maintain", "p2").expect("finish");
     store.finish_job("process", "p2").expect("finish");
     store.finish_job("process", "nobody").expect("finishing a job one does not hold is a no-op");
+}
+
+/// The cold path's counts: every status counted per state, tier and
+/// status (zeros included, vocabulary order), only live claims of raw
+/// drawers, active memories, the latest run per job with whether it
+/// finished; nothing from another workspace.
+pub fn check_pipeline_counts(store: &dyn Store) {
+    let ws = workspace("default");
+    let t0 = at("2025-03-02T10:00:00Z");
+    let empty = store.pipeline_counts(&ws, t0).expect("counts of an empty palace");
+    assert_eq!(empty, PipelineCounts::default(), "an empty palace has every count, all zero, and no runs");
+
+    let with = |wing: &str, text: &str, state: DrawerState, tier: PipelineTier, status: DrawerStatus| {
+        let mut d = drawer(&ws, wing, "r", text);
+        (d.state, d.pipeline_tier, d.status) = (state, tier, status);
+        d
+    };
+    use DrawerState::{Failed, Merged, Processed, Raw};
+    use DrawerStatus::{Active, Invalidated, Superseded};
+    use PipelineTier::{Centroid as ByCentroid, Heuristic, Llm};
+    let mut raw: Vec<Drawer> = (0..4)
+        .map(|i| {
+            let mut d = with("w", &format!("raw drawer {i}"), Raw, Llm, Active);
+            d.filed_at = at(&format!("2025-03-01T10:0{i}:00Z"));
+            d
+        })
+        .collect();
+    raw.extend([
+        with("w", "processed by centroid", Processed, ByCentroid, Active),
+        with("w", "processed, then superseded", Processed, Heuristic, Superseded),
+        with("w", "merged into its cluster", Merged, Llm, Active),
+        with("w", "failed and hidden", Failed, Llm, Invalidated),
+        with("memories", "user prefers tea", Processed, Llm, Active),
+        with("memories", "user works in Lisbon", Processed, Llm, Active),
+        with("memories", "user works in Porto", Processed, Llm, Superseded),
+    ]);
+    store.put_drawers(&raw).expect("put");
+    let other = workspace("other");
+    let mut elsewhere = drawer(&other, "memories", "r", "another tenant's memory");
+    elsewhere.state = Processed;
+    store.put_drawers(&[elsewhere, drawer(&other, "w", "r", "another tenant's raw drawer")]).expect("put other");
+    assert_eq!(
+        store.claim_raw_drawers(&other, "worker-x", 10, t0, at("2025-03-02T11:00:00Z")).expect("claim").len(),
+        1
+    );
+
+    // raw 0: a claim that expires before the count; raw 1 and 2: live
+    // claims, raw 2 then completed (processed, heuristic); raw 3 unclaimed.
+    let expired = store.claim_raw_drawers(&ws, "worker-a", 1, t0, at("2025-03-02T10:01:00Z")).expect("claim");
+    assert_eq!(expired[0].content.as_str(), "raw drawer 0");
+    let live = store.claim_raw_drawers(&ws, "worker-b", 2, t0, at("2025-03-02T10:10:00Z")).expect("claim");
+    let texts: Vec<&str> = live.iter().map(|d| d.content.as_str()).collect();
+    assert_eq!(texts, vec!["raw drawer 1", "raw drawer 2"]);
+    let mut done = live[1].clone();
+    (done.state, done.pipeline_tier) = (Processed, Heuristic);
+    assert_eq!(store.complete_claims(&ws, "worker-b", &[done]).expect("complete").len(), 1);
+
+    // Jobs are palace-wide: maintain ran at ticks 100 (finished) and 101
+    // (still running); process ran at tick 7 and finished.
+    let lease = std::time::Duration::from_secs(600);
+    assert!(store.try_start_job("maintain", 100, "p1", lease, t0).expect("start"));
+    store.finish_job("maintain", "p1").expect("finish");
+    let later = at("2025-03-02T10:02:00Z");
+    assert!(store.try_start_job("maintain", 101, "p2", lease, later).expect("start"));
+    assert!(store.try_start_job("process", 7, "p1", lease, t0).expect("start"));
+    store.finish_job("process", "p1").expect("finish");
+
+    let counts = store.pipeline_counts(&ws, at("2025-03-02T10:05:00Z")).expect("counts");
+    let expected = PipelineCounts {
+        by_state: vec![(Raw, 3), (Processed, 6), (Merged, 1), (Failed, 1)],
+        by_tier: vec![(Heuristic, 2), (ByCentroid, 1), (Llm, 8)],
+        by_status: vec![(Active, 8), (Superseded, 2), (Invalidated, 1)],
+        claimed: 1,
+        memories: 2,
+        last_runs: vec![
+            JobRun { job: "maintain".into(), tick: 101, holder: "p2".into(), started_at: later, finished: false },
+            JobRun { job: "process".into(), tick: 7, holder: "p1".into(), started_at: t0, finished: true },
+        ],
+    };
+    assert_eq!(counts, expected);
+    assert_eq!((counts.state(Raw), counts.tier(Llm), counts.status(Superseded)), (3, 8, 2));
+
+    store.finish_job("maintain", "p2").expect("finish");
+    let counts = store.pipeline_counts(&ws, at("2025-03-02T10:05:00Z")).expect("counts");
+    assert!(counts.last_runs.iter().all(|run| run.finished), "a finished run says so");
+    let counts = store.pipeline_counts(&ws, at("2025-03-02T10:20:00Z")).expect("counts");
+    assert_eq!(counts.claimed, 0, "expired claims are not live");
+    let theirs = store.pipeline_counts(&other, at("2025-03-02T10:05:00Z")).expect("counts");
+    assert_eq!(
+        (theirs.state(Raw), theirs.state(Processed), theirs.claimed, theirs.memories, theirs.last_runs.len()),
+        (1, 1, 1, 1, 2)
+    );
+    assert_all_healthy(store);
 }
 
 fn entity(ws: &WorkspaceId, name: &str, kind: &str) -> Entity {

@@ -25,8 +25,9 @@ pub mod conformance;
 
 pub use error::{StoreError, StoreResult};
 pub use record::{
-    AppendOutcome, Direction, DrawerFilter, EventFilter, HallCount, HealthCheck, IdentityRecord, KgStats, PalaceRecord,
-    PutOutcome, RecordCounts, StorageInfo, Taxonomy, TripleOutcome, VectorChange, WingCount,
+    AppendOutcome, Direction, DrawerFilter, EventFilter, HallCount, HealthCheck, IdentityRecord, JobRun, KgStats,
+    PalaceRecord, PipelineCounts, PutOutcome, RecordCounts, StorageInfo, Taxonomy, TripleOutcome, VectorChange,
+    WingCount,
 };
 
 use mempalace_core::centroid::Centroid;
@@ -208,6 +209,14 @@ pub trait StoreRead: Send + Sync {
 
     /// A page of artifacts in id order, starting after `after` (export).
     fn scan_artifacts(&self, workspace: &WorkspaceId, after: Option<&str>, limit: usize) -> StoreResult<Vec<Artifact>>;
+
+    /// Where the workspace's drawers are in the cold path: drawers of every
+    /// status per state, tier and status (zeros included), raw drawers
+    /// under a claim still live at `now`, active drawers in wing
+    /// `memories`, and the latest run of each periodic job (palace-wide,
+    /// like the job locks). Answered with grouped counts over an index
+    /// (and the room-count aggregate for memories), one read transaction.
+    fn pipeline_counts(&self, workspace: &WorkspaceId, now: Timestamp) -> StoreResult<PipelineCounts>;
 
     /// The drawers nearest to `query` among the vectors of `model` that
     /// pass `filter`, by cosine similarity, best first — when the backend

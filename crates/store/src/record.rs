@@ -10,7 +10,7 @@ use mempalace_core::coordination::{Artifact, Event, EventStatus};
 use mempalace_core::kg::{Entity, Triple};
 use mempalace_core::session::{EpisodicSummary, Session};
 use mempalace_core::tunnel::Tunnel;
-use mempalace_core::{Drawer, DrawerId, Identity, Timestamp, WorkspaceId};
+use mempalace_core::{Drawer, DrawerId, DrawerState, DrawerStatus, Identity, PipelineTier, Timestamp, WorkspaceId};
 
 /// What happened to one drawer handed to `put_drawers`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -288,4 +288,88 @@ pub enum AppendOutcome {
     /// The event references an artifact the workspace does not hold (the
     /// first such id, in the event's order); nothing was written.
     UnknownArtifact(String),
+}
+
+/// Where a workspace's drawers are in the cold path, and the latest run of
+/// each periodic job (`StoreRead::pipeline_counts`).
+///
+/// Every drawer counts, whatever its status. Zero counts are included: each
+/// list holds every value of its vocabulary once, in the vocabulary's
+/// order (`ALL`), so the shape never depends on the data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipelineCounts {
+    /// Drawers per cold-path state.
+    pub by_state: Vec<(DrawerState, u64)>,
+    /// Drawers per pipeline tier.
+    pub by_tier: Vec<(PipelineTier, u64)>,
+    /// Drawers per status.
+    pub by_status: Vec<(DrawerStatus, u64)>,
+    /// Raw drawers under a live claim (`claimed_until` not before the time
+    /// asked about): what workers are processing now.
+    pub claimed: u64,
+    /// Active drawers in wing `memories` (extracted memories).
+    pub memories: u64,
+    /// The latest run (highest tick) of each periodic job, palace-wide, in
+    /// job-name order. Jobs that never ran are absent.
+    pub last_runs: Vec<JobRun>,
+}
+
+impl Default for PipelineCounts {
+    fn default() -> Self {
+        Self {
+            by_state: DrawerState::ALL.iter().map(|state| (*state, 0)).collect(),
+            by_tier: PipelineTier::ALL.iter().map(|tier| (*tier, 0)).collect(),
+            by_status: DrawerStatus::ALL.iter().map(|status| (*status, 0)).collect(),
+            claimed: 0,
+            memories: 0,
+            last_runs: Vec::new(),
+        }
+    }
+}
+
+impl PipelineCounts {
+    /// Adds `count` drawers of one (state, tier, status) group: backends
+    /// answer one `GROUP BY state, pipeline_tier, status` and fold it here.
+    pub fn add_group(&mut self, state: DrawerState, tier: PipelineTier, status: DrawerStatus, count: u64) {
+        fn bump<T: PartialEq>(list: &mut [(T, u64)], key: T, count: u64) {
+            if let Some(entry) = list.iter_mut().find(|(k, _)| *k == key) {
+                entry.1 += count;
+            }
+        }
+        bump(&mut self.by_state, state, count);
+        bump(&mut self.by_tier, tier, count);
+        bump(&mut self.by_status, status, count);
+    }
+
+    /// Drawers in `state`.
+    pub fn state(&self, state: DrawerState) -> u64 {
+        self.by_state.iter().find(|(s, _)| *s == state).map_or(0, |(_, n)| *n)
+    }
+
+    /// Drawers of `tier`.
+    pub fn tier(&self, tier: PipelineTier) -> u64 {
+        self.by_tier.iter().find(|(t, _)| *t == tier).map_or(0, |(_, n)| *n)
+    }
+
+    /// Drawers with `status`.
+    pub fn status(&self, status: DrawerStatus) -> u64 {
+        self.by_status.iter().find(|(s, _)| *s == status).map_or(0, |(_, n)| *n)
+    }
+}
+
+/// One recorded run of a periodic job (a `(job, tick)` row of
+/// `StoreWrite::try_start_job`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRun {
+    /// Job name (`maintain`, …).
+    pub job: String,
+    /// Wall-clock tick the run was for.
+    pub tick: i64,
+    /// Who ran it.
+    pub holder: String,
+    /// When it started.
+    pub started_at: Timestamp,
+    /// Whether its holder ended it with `StoreWrite::finish_job`. A run
+    /// whose holder died stays unfinished.
+    pub finished: bool,
 }

@@ -180,9 +180,10 @@ fn rooms(taxonomy: &Taxonomy, only: Option<&str>) -> Vec<Value> {
 }
 
 fn status(backend: &Backend, _: NoParams) -> ToolResult {
-    let taxonomy = backend.palace().status()?.taxonomy;
-    let mut out =
-        json!({"total_drawers": taxonomy.total_drawers, "wings": wings(&taxonomy), "rooms": rooms(&taxonomy, None)});
+    let status = backend.palace().status()?;
+    let taxonomy = &status.taxonomy;
+    let mut out = json!({"total_drawers": taxonomy.total_drawers, "wings": wings(taxonomy), "rooms": rooms(taxonomy, None),
+        "pipeline": shapes::pipeline(&status.pipeline)});
     if let Some(queue) = backend.queue_status() {
         out["ingest_queue"] = json!(queue);
     }

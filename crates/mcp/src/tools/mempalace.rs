@@ -232,10 +232,10 @@ pub fn tools() -> Vec<ToolSpec> {
 pub(crate) struct NoParams {}
 
 fn status(backend: &Backend, _: NoParams) -> ToolResult {
-    let status = backend.palace().status()?;
-    let (wings, rooms) = shapes::wing_and_room_counts(&status.taxonomy);
+    let taxonomy = backend.palace().taxonomy()?;
+    let (wings, rooms) = shapes::wing_and_room_counts(&taxonomy);
     Ok(json!({
-        "total_drawers": status.taxonomy.total_drawers,
+        "total_drawers": taxonomy.total_drawers,
         "wings": wings,
         "rooms": rooms,
         "palace_path": backend.location(),
@@ -245,7 +245,7 @@ fn status(backend: &Backend, _: NoParams) -> ToolResult {
 }
 
 fn list_wings(backend: &Backend, _: NoParams) -> ToolResult {
-    let taxonomy = backend.palace().status()?.taxonomy;
+    let taxonomy = backend.palace().taxonomy()?;
     Ok(json!({"wings": shapes::wing_and_room_counts(&taxonomy).0}))
 }
 
@@ -259,7 +259,7 @@ struct ListRooms {
 
 fn list_rooms(backend: &Backend, p: ListRooms) -> ToolResult {
     let wing = opt_wing("wing", p.wing.as_deref())?;
-    let taxonomy = backend.palace().status()?.taxonomy;
+    let taxonomy = backend.palace().taxonomy()?;
     let mut rooms = Map::new();
     for (name, counts) in &taxonomy.wings {
         if wing.as_ref().is_some_and(|w| w.as_str() != name) {
@@ -274,7 +274,7 @@ fn list_rooms(backend: &Backend, p: ListRooms) -> ToolResult {
 }
 
 fn get_taxonomy(backend: &Backend, _: NoParams) -> ToolResult {
-    let taxonomy = backend.palace().status()?.taxonomy;
+    let taxonomy = backend.palace().taxonomy()?;
     Ok(json!({"taxonomy": shapes::taxonomy(&taxonomy)}))
 }
 
@@ -526,7 +526,7 @@ fn create_tunnel(backend: &Backend, p: CreateTunnel) -> ToolResult {
     let from = Place { wing: wing("source_wing", &p.source_wing)?, room: room("source_room", &p.source_room)? };
     let to = Place { wing: wing("target_wing", &p.target_wing)?, room: room("target_room", &p.target_room)? };
     let palace = backend.palace();
-    let taxonomy = palace.status()?.taxonomy;
+    let taxonomy = palace.taxonomy()?;
     for (end, place) in [("Source", &from), ("Target", &to)] {
         let exists = taxonomy.wings.get(place.wing.as_str()).is_some_and(|w| w.rooms.contains_key(place.room.as_str()));
         if !exists {
@@ -1095,7 +1095,7 @@ fn diary_read(backend: &Backend, p: DiaryRead) -> ToolResult {
 
 fn reconnect(backend: &Backend, _: NoParams) -> ToolResult {
     let palace = backend.palace();
-    let drawers = palace.status()?.taxonomy.total_drawers;
+    let drawers = palace.taxonomy()?.total_drawers;
     Ok(json!({
         "success": true, "message": "Reconnected to palace", "drawers": drawers,
         "vector_disabled": backend.embedder_settled() && backend.palace().embedder().is_none(),

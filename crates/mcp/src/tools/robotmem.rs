@@ -403,7 +403,7 @@ fn start_session(backend: &Backend, p: StartSession) -> ToolResult {
     let agent = context.get("robot_id").and_then(Value::as_str).map(str::to_string);
     let palace = backend.palace();
     let session = palace.start_session(agent, context)?;
-    let taxonomy = palace.status()?.taxonomy;
+    let taxonomy = palace.taxonomy()?;
     let active = taxonomy.wings.get(collection.as_str()).map_or(0, |w| w.drawers);
     Ok(json!({"session_id": session.id, "collection": collection.as_str(), "active_memories_count": active}))
 }

@@ -154,7 +154,7 @@ pub fn run(settings: &Settings, args: MigrateArgs) -> Result<()> {
         }
     };
 
-    let taxonomy = palace.status()?.taxonomy;
+    let taxonomy = palace.taxonomy()?;
     let kg = palace.kg_stats()?;
     let mut comparison: BTreeMap<String, Value> = BTreeMap::new();
     let mut short = Vec::new();

@@ -13,8 +13,9 @@ use anyhow::{Context as _, Result};
 use clap::Args;
 use mempalace_core::name::normalize_wing_name;
 use mempalace_core::project::ProjectConfig;
+use mempalace_engine::work::{MAINTAIN, PROCESS};
 use mempalace_engine::{DoctorReport, Palace};
-use mempalace_store::HealthCheck;
+use mempalace_store::{HealthCheck, PipelineCounts};
 use serde_json::json;
 
 use mempalace_feed::{MineOptions, Mode};
@@ -122,8 +123,8 @@ pub fn init(settings: &Settings, args: InitArgs) -> Result<()> {
         ));
     }
     let palace = open_palace(settings, Access::Create)?;
-    let status = palace.status()?;
-    output::line(format!("palace ready at {} ({} drawers)", settings.location(), status.taxonomy.total_drawers))?;
+    let taxonomy = palace.taxonomy()?;
+    output::line(format!("palace ready at {} ({} drawers)", settings.location(), taxonomy.total_drawers))?;
     if let Some(codes) = &args.lang {
         let list = languages(codes);
         let path = settings::save_entity_languages(settings.home.as_deref(), &list)?;
@@ -216,6 +217,7 @@ pub fn status(palace: &Palace, args: StatusArgs) -> Result<()> {
             "wings": wings,
             "rooms": rooms,
             "taxonomy": nested,
+            "pipeline": mempalace_mcp::shapes::pipeline(&status.pipeline),
         }))?;
         return Ok(());
     }
@@ -232,7 +234,49 @@ pub fn status(palace: &Palace, args: StatusArgs) -> Result<()> {
         text.push('\n');
     }
     text.push_str(&format!("{rule}\n\n"));
+    text.push_str(&cold_path_text(&status.pipeline));
     Ok(output::text(text)?)
+}
+
+/// The "Cold path" block of `status`, after MemPalace's layout: drawers per
+/// state (raw with its live claims), per tier, hidden ones, memories, and
+/// the last recorded run of each periodic job.
+fn cold_path_text(counts: &PipelineCounts) -> String {
+    use mempalace_core::{DrawerState, DrawerStatus};
+    let mut text = String::from("  Cold path\n");
+    let mut row = |label: &str, value: String| text.push_str(&format!("    {label:<13} {value}\n"));
+    row("raw", format!("{} ({} claimed)", counts.state(DrawerState::Raw), counts.claimed));
+    for state in [DrawerState::Processed, DrawerState::Merged, DrawerState::Failed] {
+        row(state.as_str(), counts.state(state).to_string());
+    }
+    let tiers: Vec<String> = counts.by_tier.iter().map(|(tier, n)| format!("{} {n}", tier.as_str())).collect();
+    row("by tier", tiers.join(", "));
+    for status in [DrawerStatus::Superseded, DrawerStatus::Invalidated] {
+        row(status.as_str(), counts.status(status).to_string());
+    }
+    row("memories", counts.memories.to_string());
+    // The known periodic jobs first, then any other job that recorded a run.
+    let mut jobs: Vec<&str> = vec![PROCESS.name, MAINTAIN.name];
+    for run in &counts.last_runs {
+        if !jobs.contains(&run.job.as_str()) {
+            jobs.push(&run.job);
+        }
+    }
+    for (index, job) in jobs.iter().enumerate() {
+        let label = if index == 0 { "last runs" } else { "" };
+        let value = match counts.last_runs.iter().find(|run| run.job == *job) {
+            Some(run) => format!(
+                "{job:<9} {} by {}{}",
+                mempalace_core::time::format_timestamp(&run.started_at),
+                run.holder,
+                if run.finished { "" } else { " (not finished)" }
+            ),
+            None => format!("{job:<9} none recorded"),
+        };
+        row(label, value);
+    }
+    text.push('\n');
+    text
 }
 
 fn check_json(check: &HealthCheck) -> serde_json::Value {

@@ -93,6 +93,74 @@ fn soft_and_hard_delete(store: Store) {
     assert_eq!(code(&sandbox.run(&["delete", &id, "--hard"])), 3);
 }
 
+/// `status` shows the cold path (issue 17): raw drawers before `work`,
+/// none after, every drawer counted once per state, tier and status, the
+/// daily job's run; the same in `--json` under `pipeline`.
+fn status_shows_the_cold_path(store: Store) {
+    let sandbox = Sandbox::on(store).with_static_model();
+    for text in [
+        "We decided to move the billing service to PostgreSQL next quarter.",
+        "The gripper calibration failed at 12 N yesterday afternoon.",
+        "I prefer short stand-up meetings in the morning.",
+    ] {
+        sandbox.ok(&["add", "--wing", "lab", "--room", "notes", text]);
+    }
+    let typed = sandbox.ok(&["add", "--wing", "lab", "--room", "notes", "--type", "decision", "We use 12.5 N."]);
+    sandbox.ok(&["delete", typed.trim(), "--reason", "outdated"]);
+
+    let before = sandbox.json(&["status", "--json"]);
+    let pipeline = &before["pipeline"];
+    assert_eq!(pipeline["by_state"], serde_json::json!({"raw": 3, "processed": 1, "merged": 0, "failed": 0}));
+    assert_eq!(pipeline["by_tier"], serde_json::json!({"heuristic": 1, "centroid": 0, "llm": 3}));
+    assert_eq!(pipeline["by_status"], serde_json::json!({"active": 3, "superseded": 0, "invalidated": 1}));
+    assert_eq!((pipeline["claimed"].as_u64(), pipeline["memories"].as_u64()), (Some(0), Some(0)));
+    assert_eq!(pipeline["last_runs"], serde_json::json!([]));
+    assert_eq!(before["total_drawers"], 3, "the existing keys are unchanged");
+    let human = sandbox.ok(&["status"]);
+    for line in [
+        "  Cold path\n",
+        "    raw           3 (0 claimed)\n",
+        "    processed     1\n",
+        "    merged        0\n",
+        "    failed        0\n",
+        "    by tier       heuristic 1, centroid 0, llm 3\n",
+        "    superseded    0\n",
+        "    invalidated   1\n",
+        "    memories      0\n",
+        "    last runs     process   none recorded\n",
+        "                  maintain  none recorded\n",
+    ] {
+        assert!(human.contains(line), "{line:?} missing from:\n{human}");
+    }
+
+    sandbox.ok(&["work", "--once", "--jobs", "process,maintain", "--worker", "tester"]);
+    let after = sandbox.json(&["status", "--json"]);
+    let pipeline = &after["pipeline"];
+    let sum = |key: &str| pipeline[key].as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum::<u64>();
+    let total = sum("by_state");
+    assert!(total >= 4, "{pipeline}");
+    assert_eq!((sum("by_tier"), sum("by_status")), (total, total), "every drawer counted once: {pipeline}");
+    assert_eq!((pipeline["by_state"]["raw"].as_u64(), pipeline["claimed"].as_u64()), (Some(0), Some(0)), "{pipeline}");
+    assert_eq!(pipeline["by_state"]["failed"], 0, "{pipeline}");
+    assert_eq!(pipeline["by_status"]["active"], after["total_drawers"], "{pipeline}");
+    assert_eq!(pipeline["memories"].as_u64(), Some(after["wings"]["memories"].as_u64().unwrap_or(0)), "{after}");
+    let runs = pipeline["last_runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "only the daily job records its runs: {pipeline}");
+    assert_eq!(
+        (&runs[0]["job"], &runs[0]["holder"], &runs[0]["finished"]),
+        (&"maintain".into(), &"tester".into(), &true.into())
+    );
+    let started = runs[0]["started_at"].as_str().unwrap();
+    let human = sandbox.ok(&["status"]);
+    for line in [
+        "    raw           0 (0 claimed)\n".to_string(),
+        "    last runs     process   none recorded\n".to_string(),
+        format!("                  maintain  {started} by tester\n"),
+    ] {
+        assert!(human.contains(&line), "{line:?} missing from:\n{human}");
+    }
+}
+
 fn identity_set_and_show(store: Store) {
     let sandbox = Sandbox::on(store);
     let empty = sandbox.run(&["identity", "show"]);
@@ -814,6 +882,7 @@ on_both!(
     hallways_from_the_command_line,
     init_add_get_status_round_trip,
     soft_and_hard_delete,
+    status_shows_the_cold_path,
     identity_set_and_show,
     init_with_a_project_dir_writes_mempalace_yaml_once,
     export_import_is_lossless,
