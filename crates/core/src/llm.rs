@@ -260,24 +260,40 @@ pub fn read_json(text: &str) -> Result<Value, LlmError> {
     Err(LlmError::Malformed(format!("no JSON object in the answer (it begins {shown:?})")))
 }
 
+/// Where a scan of JSON text is with respect to strings.
+#[derive(Default)]
+struct Strings {
+    inside: bool,
+    escaped: bool,
+}
+
+impl Strings {
+    /// Moves past `c`; true when `c` is part of a string (quotes included).
+    fn step(&mut self, c: char) -> bool {
+        if self.inside {
+            match c {
+                _ if self.escaped => self.escaped = false,
+                '\\' => self.escaped = true,
+                '"' => self.inside = false,
+                _ => {}
+            }
+            return true;
+        }
+        self.inside = c == '"';
+        self.inside
+    }
+}
+
 /// The length of the balanced object or array `text` starts with, honouring
 /// strings and escapes; `None` when it never closes.
 fn balanced_end(text: &str) -> Option<usize> {
     let mut depth = 0_usize;
-    let mut in_string = false;
-    let mut escaped = false;
+    let mut strings = Strings::default();
     for (at, c) in text.char_indices() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
+        if strings.step(c) {
             continue;
         }
         match c {
-            '"' => in_string = true,
             '{' | '[' => depth += 1,
             '}' | ']' => {
                 depth = depth.checked_sub(1)?;
@@ -296,23 +312,9 @@ fn balanced_end(text: &str) -> Option<usize> {
 fn without_trailing_commas(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
-    let mut in_string = false;
-    let mut escaped = false;
+    let mut strings = Strings::default();
     for (at, &c) in chars.iter().enumerate() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
-            out.push(c);
-            continue;
-        }
-        if c == '"' {
-            in_string = true;
-        }
-        if c == ',' {
+        if !strings.step(c) && c == ',' {
             let next = chars[at + 1..].iter().find(|n| !n.is_whitespace());
             if matches!(next, Some('}' | ']')) {
                 continue;

@@ -202,6 +202,10 @@ impl Palace {
             EXTRACTOR,
         );
         request.memory_type = Some(memory_type_of(memory.entity_type));
+        // Filed as decided: the decision already weighed the user's other
+        // memories, and the near-duplicate check would find the very
+        // conversation the memory was read from.
+        request.raw = true;
         request.owner_user_id = match memory.scope {
             MemoryScope::User => options.user.clone(),
             MemoryScope::Workspace => None,

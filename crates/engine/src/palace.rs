@@ -100,6 +100,7 @@ pub struct Palace {
     graph_cache: Arc<GraphCache>,
     hallway_cache: Arc<crate::hallways::HallwayCache>,
     llm: Option<Arc<dyn Llm>>,
+    jobs: crate::work::JobSettings,
 }
 
 impl std::fmt::Debug for EmbedderCell {
@@ -224,6 +225,7 @@ impl Palace {
             graph_cache: Arc::default(),
             hallway_cache: Arc::default(),
             llm: None,
+            jobs: crate::work::JobSettings::default(),
         }
     }
 
@@ -245,6 +247,7 @@ impl Palace {
             graph_cache: Arc::default(),
             hallway_cache: Arc::default(),
             llm: self.llm.clone(),
+            jobs: self.jobs,
         }
     }
 
@@ -352,6 +355,17 @@ impl Palace {
     pub fn with_llm(mut self, llm: Arc<dyn Llm>) -> Self {
         self.llm = Some(llm);
         self
+    }
+
+    /// Runs the background jobs with these batch sizes and periods.
+    pub fn with_jobs(mut self, jobs: crate::work::JobSettings) -> Self {
+        self.jobs = jobs;
+        self
+    }
+
+    /// The jobs' batch sizes and periods.
+    pub fn jobs(&self) -> &crate::work::JobSettings {
+        &self.jobs
     }
 
     /// The language model, when one is configured.

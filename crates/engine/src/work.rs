@@ -61,6 +61,49 @@ pub const DECAY_AGE: Duration = Duration::from_secs(30 * 86_400);
 /// …and not accessed within this.
 pub const DECAY_IDLE: Duration = Duration::from_secs(7 * 86_400);
 
+/// How the jobs run: batch sizes and periods (settings may change the
+/// defaults: `MEMPALACE_PROCESS_BATCH`, `MEMPALACE_LLM_BATCH`,
+/// `MEMPALACE_PROCESS_EVERY_S`, `MEMPALACE_ENRICH_EVERY_S`,
+/// `MEMPALACE_MAINTAIN_EVERY_S`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobSettings {
+    /// Raw drawers claimed per `process` batch.
+    pub process_batch: usize,
+    /// Drawers per model call (classification, conflicts, enrichment).
+    pub llm_batch: usize,
+    /// `process`'s period.
+    pub process_every: Duration,
+    /// `enrich`'s period.
+    pub enrich_every: Duration,
+    /// `maintain`'s period.
+    pub maintain_every: Duration,
+}
+
+impl Default for JobSettings {
+    fn default() -> Self {
+        Self {
+            process_batch: PROCESS_BATCH,
+            llm_batch: LLM_BATCH,
+            process_every: PROCESS.every,
+            enrich_every: ENRICH.every,
+            maintain_every: MAINTAIN.every,
+        }
+    }
+}
+
+impl JobSettings {
+    /// `job` with this palace's period.
+    pub fn periodic(&self, job: &PeriodicJob) -> PeriodicJob {
+        let every = match job.name {
+            "process" => self.process_every,
+            "enrich" => self.enrich_every,
+            "maintain" => self.maintain_every,
+            _ => job.every,
+        };
+        PeriodicJob { name: job.name, every }
+    }
+}
+
 /// A job run on wall-clock-aligned ticks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PeriodicJob {
@@ -238,7 +281,7 @@ impl Palace {
         };
         let mut start = 0;
         while start < drawers.len() {
-            let end = (start + LLM_BATCH).min(drawers.len());
+            let end = (start + self.jobs().llm_batch.max(1)).min(drawers.len());
             let texts: Vec<&str> = drawers[start..end].iter().map(|d| d.content.as_str()).collect();
             let answer = match ask(&texts) {
                 Err(LlmError::Malformed(why)) if texts.len() > 1 => {
@@ -326,7 +369,7 @@ impl Palace {
             if *state != DrawerState::Processed || drawer.cluster_id.is_some() {
                 continue;
             }
-            let Some(near) = self.older_neighbours(drawer, CLUSTER_COSINE)?.into_iter().next() else {
+            let Some(near) = self.older_neighbours(drawer, CLUSTER_COSINE, false)?.into_iter().next() else {
                 continue;
             };
             drawer.cluster_id = Some(near.cluster_id.clone().unwrap_or_else(|| near.id.clone()));
@@ -342,8 +385,12 @@ impl Palace {
     }
 
     /// Active, older drawers of the same wing whose vectors are at least
-    /// `floor` similar to `drawer`'s, most similar first.
-    fn older_neighbours(&self, drawer: &Drawer, floor: f32) -> EngineResult<Vec<Drawer>> {
+    /// `floor` similar to `drawer`'s, most similar first. Older means filed
+    /// earlier; unless `strictly`, a drawer filed at the same moment (the
+    /// same mining run) with a smaller id counts too — good enough to pick a
+    /// cluster's first member, not to say which of two statements came
+    /// later.
+    fn older_neighbours(&self, drawer: &Drawer, floor: f32, strictly: bool) -> EngineResult<Vec<Drawer>> {
         let Some(embedding) = &drawer.embedding else {
             return Ok(Vec::new());
         };
@@ -361,7 +408,11 @@ impl Palace {
         let mut found = self.store().drawers(self.workspace(), &close)?;
         found.retain(|d| {
             d.status == DrawerStatus::Active
-                && (d.filed_at, &d.id) < (drawer.filed_at, &drawer.id)
+                && if strictly {
+                    d.filed_at < drawer.filed_at
+                } else {
+                    (d.filed_at, &d.id) < (drawer.filed_at, &drawer.id)
+                }
                 && d.owner_user_id == drawer.owner_user_id
         });
         Ok(found)
@@ -375,7 +426,7 @@ impl Palace {
     fn supersede_contradicted(&self, done: &[Drawer], report: &mut ProcessReport) -> EngineResult<()> {
         let mut pairs: Vec<(Drawer, Drawer)> = Vec::new();
         for drawer in done.iter().filter(|d| d.state == DrawerState::Processed) {
-            for older in self.older_neighbours(drawer, CONFLICT_COSINE)? {
+            for older in self.older_neighbours(drawer, CONFLICT_COSINE, true)? {
                 if !mempalace_core::dedup::judge(drawer.content.as_str(), older.content.as_str()).is_duplicate()
                     && !pairs.iter().any(|(o, _)| o.id == older.id)
                 {
@@ -414,7 +465,7 @@ impl Palace {
             return by_rules(pairs);
         };
         let mut out = Vec::with_capacity(pairs.len());
-        for chunk in pairs.chunks(LLM_BATCH) {
+        for chunk in pairs.chunks(self.jobs().llm_batch.max(1)) {
             let asked: Vec<Pair<'_>> =
                 chunk.iter().map(|(o, n)| Pair { older: o.content.as_str(), newer: n.content.as_str() }).collect();
             let answer = llm
@@ -530,7 +581,7 @@ impl Palace {
         for workspace in self.store().workspaces()? {
             let palace = self.for_workspace(workspace);
             loop {
-                let report = palace.process_batch(worker, PROCESS_BATCH)?;
+                let report = palace.process_batch(worker, self.jobs().process_batch)?;
                 let done = report.claimed == 0;
                 total.absorb(report);
                 if done {
@@ -590,7 +641,7 @@ impl Palace {
                 })
                 .take(ENRICH_BATCH.saturating_sub(report.asked))
                 .collect();
-            for chunk in candidates.chunks_mut(LLM_BATCH) {
+            for chunk in candidates.chunks_mut(self.jobs().llm_batch.max(1)) {
                 let texts: Vec<&str> = chunk.iter().map(|d| d.content.as_str()).collect();
                 report.asked += texts.len();
                 let answer = llm
@@ -651,6 +702,7 @@ impl Palace {
         holder: &str,
         work: impl FnOnce(&Palace) -> EngineResult<T>,
     ) -> EngineResult<Option<T>> {
+        let job = &self.jobs().periodic(job);
         let now = self.now();
         let tick = tick_of(now, job.every);
         // The lease outlives any sane run; it only matters when the holder dies.

@@ -334,6 +334,9 @@ pub struct Settings {
     /// The MCP server's ingestion pool (`CRAWBL_AUTOINGEST_WORKERS`,
     /// `CRAWBL_AUTOINGEST_CAPACITY`, or their `MEMPALACE_` spellings).
     pub ingest_pool: mempalace_engine::pool::PoolConfig,
+    /// The background jobs' batch sizes and periods (`MEMPALACE_PROCESS_BATCH`,
+    /// `MEMPALACE_LLM_BATCH`, `MEMPALACE_{PROCESS,ENRICH,MAINTAIN}_EVERY_S`).
+    pub jobs: mempalace_engine::work::JobSettings,
     /// The language model (docs/llm.md).
     pub llm: LlmSetting,
     /// The kill-switch marker `llm.off`: in the palace directory, or for a
@@ -668,6 +671,19 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
                 DEFAULT_CAPACITY,
                 1 << 20,
             )?,
+        },
+        jobs: {
+            let defaults = mempalace_engine::work::JobSettings::default();
+            let seconds = |name: &str, default: std::time::Duration| -> Result<std::time::Duration> {
+                Ok(std::time::Duration::from_secs(pool_size(&[name], default.as_secs() as usize, 7 * 86_400)? as u64))
+            };
+            mempalace_engine::work::JobSettings {
+                process_batch: pool_size(&["MEMPALACE_PROCESS_BATCH"], defaults.process_batch, 10_000)?,
+                llm_batch: pool_size(&["MEMPALACE_LLM_BATCH"], defaults.llm_batch, 256)?,
+                process_every: seconds("MEMPALACE_PROCESS_EVERY_S", defaults.process_every)?,
+                enrich_every: seconds("MEMPALACE_ENRICH_EVERY_S", defaults.enrich_every)?,
+                maintain_every: seconds("MEMPALACE_MAINTAIN_EVERY_S", defaults.maintain_every)?,
+            }
         },
         llm,
         llm_marker,

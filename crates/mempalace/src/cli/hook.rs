@@ -160,24 +160,6 @@ fn work(
     };
     if let Some(TranscriptOutcome::Mined { filing, human_messages, last_human, wing, .. }) = outcome {
         mined = json!({"added": filing.added, "unchanged": filing.unchanged, "removed": filing.removed});
-        // The cold path for what was filed: without a language model it is
-        // fast and runs here (classification, halls, conflicts, memories
-        // extracted by the rules); with one, `serve` or `work` runs it, so
-        // the hook never waits for the model.
-        // A backlog (after an import, say) is left to `work`: a few batches at most.
-        if filing.added > 0 && palace.llm().is_none() {
-            let (mut processed, mut memories) = (0, 0);
-            for _ in 0..HOOK_PROCESS_BATCHES {
-                let report = palace.process_batch("hook", mempalace_engine::work::PROCESS_BATCH)?;
-                processed += report.processed.len();
-                memories += report.memories.0;
-                if report.claimed == 0 {
-                    break;
-                }
-            }
-            mined["processed"] = json!(processed);
-            mined["memories_added"] = json!(memories);
-        }
         let session = input["session_id"].as_str().unwrap_or("unknown").to_string();
         match checkpoint(palace, &wing, &session, human_messages, last_human.as_deref(), mode)? {
             Checkpointed::NotDue => {}
@@ -192,6 +174,24 @@ fn work(
             Checkpointed::Asked => {
                 result.block = Some(format!("{STOP_BLOCK_REASON} Write diary entry to wing={wing}."));
             }
+        }
+        // The cold path for what was filed: without a language model it is
+        // fast and runs here (classification, halls, conflicts, memories
+        // extracted by the rules); with one, `serve` or `work` runs it, so
+        // the hook never waits for the model.
+        // A backlog (after an import, say) is left to `work`: a few batches at most.
+        if filing.added > 0 && palace.llm().is_none() {
+            let (mut processed, mut memories) = (0, 0);
+            for _ in 0..HOOK_PROCESS_BATCHES {
+                let report = palace.process_batch("hook", palace.jobs().process_batch)?;
+                processed += report.processed.len();
+                memories += report.memories.0;
+                if report.claimed == 0 {
+                    break;
+                }
+            }
+            mined["processed"] = json!(processed);
+            mined["memories_added"] = json!(memories);
         }
     }
     if hook == HookKind::SessionStart {

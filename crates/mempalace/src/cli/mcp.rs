@@ -117,7 +117,8 @@ pub fn serve(settings: &Settings, args: ServeArgs) -> Result<()> {
     if !args.no_workers {
         // The background jobs, on their own thread: claims and job locks
         // make any number of `serve` processes on one palace safe.
-        let palace = open_palace(settings, Access::Create)?;
+        // With the embedder: memories the cold path files get vectors.
+        let palace = super::with_embedder(open_palace(settings, Access::Create)?, settings)?;
         std::thread::Builder::new().name("mempalace-work".into()).spawn(move || {
             let worker = format!("serve:{}", std::process::id());
             let jobs = [super::work::JobName::Process, super::work::JobName::Enrich, super::work::JobName::Maintain];

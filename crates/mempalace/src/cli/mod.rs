@@ -452,6 +452,7 @@ fn open_palace(settings: &Settings, access: Access) -> Result<Palace> {
     let store = open_store(settings, access)?;
     let palace = Palace::new(store, settings.workspace.clone())
         .with_tier_gates(TierGates { high: settings.heuristic_high, low: settings.heuristic_low })
+        .with_jobs(settings.jobs)
         .with_kg_limits(settings.kg_limits.0, settings.kg_limits.1);
     Ok(match llm::client(settings)? {
         Some(client) => palace.with_llm(client),
@@ -461,7 +462,7 @@ fn open_palace(settings: &Settings, access: Access) -> Result<Palace> {
 
 /// Attaches the configured embedding provider (none when its model is
 /// missing, after a warning).
-fn with_embedder(palace: Palace, settings: &Settings) -> Result<Palace> {
+pub(crate) fn with_embedder(palace: Palace, settings: &Settings) -> Result<Palace> {
     Ok(match embedder::build(settings)? {
         Some(embedder) => palace.with_embedder(embedder),
         None => palace,
@@ -493,7 +494,7 @@ pub fn run(cli: Cli, env: &BTreeMap<String, String>) -> Result<()> {
         Command::Mcp(args) => mcp::run(&settings, args),
         Command::MigrateFromPython(args) => migrate::run(&settings, args),
         Command::MigrateStore(args) => migrate_store::run(&settings, args),
-        Command::Work(args) => work::run(&open_palace(&settings, Access::Create)?, args),
+        Command::Work(args) => work::run(&with_embedder(open_palace(&settings, Access::Create)?, &settings)?, args),
         Command::Bench(command) => bench::run(&settings, command),
         Command::Hook(command) => hook::run(&settings, command),
         Command::Extract(args) => {

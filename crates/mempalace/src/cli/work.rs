@@ -89,12 +89,13 @@ fn run_job(palace: &Palace, job: JobName, worker: &str) -> Result<Value> {
     })
 }
 
-fn period(job: JobName) -> PeriodicJob {
-    match job {
+/// A job with the palace's period (settings may change the defaults).
+fn period(palace: &Palace, job: JobName) -> PeriodicJob {
+    palace.jobs().periodic(&match job {
         JobName::Process => PROCESS,
         JobName::Maintain => MAINTAIN,
         JobName::Enrich => ENRICH,
-    }
+    })
 }
 
 /// Runs the jobs on their ticks until the process is stopped.
@@ -103,7 +104,7 @@ pub fn run_forever(palace: &Palace, jobs: &[JobName], worker: &str, json_lines: 
     loop {
         let now = palace.now();
         for (index, job) in jobs.iter().enumerate() {
-            let tick = tick_of(now, period(*job).every);
+            let tick = tick_of(now, period(palace, *job).every);
             if last_tick[index] == Some(tick) {
                 continue;
             }
@@ -118,7 +119,7 @@ pub fn run_forever(palace: &Palace, jobs: &[JobName], worker: &str, json_lines: 
         let now = palace.now();
         let next = jobs
             .iter()
-            .map(|job| tick_start(tick_of(now, period(*job).every) + 1, period(*job).every))
+            .map(|job| tick_start(tick_of(now, period(palace, *job).every) + 1, period(palace, *job).every))
             .min()
             .unwrap_or(now);
         let wait = (next - now).to_std().unwrap_or(Duration::ZERO);

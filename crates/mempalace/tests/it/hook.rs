@@ -65,6 +65,10 @@ fn stop_hooks_mine_the_tail_and_checkpoint_the_diary(store: Store) {
     let found = sandbox.json(&["search", "Question 30 rover wheel", "--results", "1", "--json"]);
     assert!(found["results"][0]["text"].as_str().unwrap().contains("Question 30"), "the tail was mined: {found}");
     assert_eq!(found["results"][0]["wing"], "rover", "wing from the session's directory");
+    // Without a language model the hook runs the cold path for what it filed.
+    let pipeline = &sandbox.json(&["status", "--json"])["pipeline"];
+    assert_eq!(pipeline["by_state"]["raw"], 0, "nothing left raw: {pipeline}");
+    assert!(pipeline["by_state"]["processed"].as_u64().unwrap() > 0, "{pipeline}");
 }
 
 fn session_start_injects_the_wake_up_context(store: Store) {

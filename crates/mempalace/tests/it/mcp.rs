@@ -191,6 +191,39 @@ fn memory_tools_round_trip(store: Store) {
     scenario(&sandbox(store), "memory", &[]);
 }
 
+/// Issue 17: memory_extract over stdio with a language model — the
+/// scripted chat server of `mempalace-llm` — and the rules when its answer
+/// cannot be read.
+#[test]
+fn memory_extraction_over_mcp_with_a_model() {
+    use mempalace_llm::testing::{Reply, ScriptedServer};
+    let server = ScriptedServer::start();
+    server.push(Reply::openai(
+        &serde_json::json!({"new": [
+            {"entity_type": "fact", "entity_name": "home city", "observation": "Alex lives in Lisbon.", "scope": "user"},
+            {"entity_type": "fact", "entity_name": "deploy tool", "observation": "The team deploys with Kamal.", "scope": "workspace"},
+            {"entity_type": "mood", "entity_name": "x", "observation": "Happy.", "scope": "user"}
+        ], "updates": [], "deletes": []})
+        .to_string(),
+    ));
+    server.push(Reply::openai("I cannot answer that."));
+    let sandbox = sandbox(Store::Sqlite)
+        .with_env("MEMPALACE_LLM_BASE_URL", &format!("{}/v1", server.url()))
+        .with_env("MEMPALACE_LLM_MODEL", "small-model");
+    scenario(&sandbox, "memory-model", &[]);
+    let asked = server.requests();
+    assert_eq!(asked.len(), 2, "one call per extraction");
+    assert_eq!(asked[0].body["response_format"]["json_schema"]["name"], "memory_extraction");
+    assert!(asked[0].body["messages"][1]["content"].as_str().unwrap().contains("user: I just moved to Lisbon"));
+    assert!(
+        asked[1].body["messages"][1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("[m1] (fact, user) home city: Alex lives in Lisbon."),
+        "the second extraction is shown the memories the first filed"
+    );
+}
+
 /// Issue 6: robotmem's tools: learn, recall with filters and spatial
 /// order, perceptions, corrections, sessions with consolidation.
 fn robotmem_tools_round_trip(store: Store) {

@@ -94,7 +94,8 @@ fn workers_share_the_backlog(store: Store) {
     assert_eq!(maintained, 1, "the day's maintenance ran in exactly one worker");
     let again = place.json(&["work", "--once", "--json"]);
     assert_eq!(again["runs"][0]["report"]["claimed"], 0, "nothing left: {again}");
-    assert_eq!(again["runs"][1]["ran"], false, "today's tick is taken");
+    let maintain = again["runs"].as_array().unwrap().iter().find(|run| run["job"] == "maintain").unwrap();
+    assert_eq!(maintain["ran"], false, "today's tick is taken");
     // Processing extracted the facts the mined drawers state.
     let facts = place.json(&["kg", "query", "PostgreSQL", "--json"]);
     assert!(!facts["facts"].as_array().unwrap().is_empty(), "{facts}");

@@ -102,7 +102,8 @@ def palace_args(args):
 
 def server_env():
     env = {"HOME": os.environ["TEST_HOME"], "PATH": os.environ.get("PATH", "")}
-    for key in ("MEMPALACE_MODEL_DIR", "MEMPALACE_EMBEDDER", "MEMPALACE_LOG", "MEMPALACE_WORKSPACE"):
+    for key in ("MEMPALACE_MODEL_DIR", "MEMPALACE_EMBEDDER", "MEMPALACE_LOG", "MEMPALACE_WORKSPACE",
+                "MEMPALACE_LLM_BASE_URL", "MEMPALACE_LLM_MODEL"):
         if key in os.environ:
             env[key] = os.environ[key]
     return env
@@ -575,6 +576,22 @@ async def memory_family(session):
     check(code == -32602 and "robot" in message, "a turn of no known role is refused", message)
 
 
+async def memory_with_a_model(session):
+    # The test's scripted chat server answers the extraction (see mcp.rs).
+    extracted = await call(session, "memory_extract", {"user_id": "alex", "turns": [
+        {"role": "user", "text": "I just moved to Lisbon, and our team deploys with Kamal now."},
+        {"role": "assistant", "text": "Noted, both."}]})
+    check(extracted["path"] == "model" and extracted["model"] == "scripted-model", "the model decided", extracted)
+    check([(d["decision"], d["scope"], d["outcome"]) for d in extracted["decisions"]]
+          == [("add", "user", "filed"), ("add", "workspace", "filed")], "its decisions were filed", extracted)
+    check(extracted["rejected"] == 1, "the item that broke a rule was dropped and counted", extracted)
+    mine = await call(session, "memory_list_memories", {"user_id": "alex"})
+    check([m["observation"] for m in mine["memories"]] == ["Alex lives in Lisbon.", "The team deploys with Kamal."],
+          "the user's memory first, then the workspace's", mine)
+    again = await call(session, "memory_extract", {"turns": [{"role": "user", "text": "I moved to Porto."}], "user_id": "alex"})
+    check(again["path"] == "rules" and "not the JSON" in again["rules_because"], "an unreadable answer: the rules decide", again)
+
+
 async def robotmem_family(session):
     started = await call(session, "start_session", {"context": json.dumps({"robot_id": "arm-01", "environment": "lab"})})
     sid = started["session_id"]
@@ -887,6 +904,9 @@ async def main():
     elif args.scenario == "memory":
         async with stdio_session(args, "memory") as session:
             await memory_family(session)
+    elif args.scenario == "memory-model":
+        async with stdio_session(args, "memory") as session:
+            await memory_with_a_model(session)
     elif args.scenario == "coordination":
         await coordination(args)
     elif args.scenario == "robotmem":
