@@ -136,6 +136,27 @@ fn metrics(backend: &crate::Backend) -> Response {
         metric("mempalace_ingest_processed_total", "counter", "Background writes filed or failed.", queue.processed);
         metric("mempalace_ingest_failed_total", "counter", "Background writes that failed.", queue.failed);
     }
+    // The language model's usage, per task (the process's one client).
+    if let Some(usage) = backend.palace().llm().and_then(|llm| llm.usage_report()) {
+        let tasks = usage["tasks"].as_object().cloned().unwrap_or_default();
+        for (name, help, key) in [
+            ("mempalace_llm_calls_total", "Language-model requests sent, retries included.", "calls"),
+            ("mempalace_llm_failures_total", "Language-model calls that failed after their retries.", "failures"),
+            ("mempalace_llm_refused_total", "Calls refused without a request (off, cooling down, budget).", "refused"),
+            ("mempalace_llm_prompt_tokens_total", "Prompt tokens the server reported.", "prompt_tokens"),
+            ("mempalace_llm_completion_tokens_total", "Completion tokens the server reported.", "completion_tokens"),
+        ] {
+            text.push_str(&format!("# HELP {name} {help}\n# TYPE {name} counter\n"));
+            for (task, counts) in &tasks {
+                text.push_str(&format!("{name}{{task=\"{task}\"}} {}\n", counts[key].as_u64().unwrap_or(0)));
+            }
+        }
+        let spent = usage["spent_usd"].as_f64().unwrap_or(0.0);
+        text.push_str(&format!(
+            "# HELP mempalace_llm_cost_usd_total Spent on the language model, from the configured prices.\n\
+             # TYPE mempalace_llm_cost_usd_total counter\nmempalace_llm_cost_usd_total {spent}\n"
+        ));
+    }
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 

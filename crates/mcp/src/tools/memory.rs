@@ -187,6 +187,9 @@ fn status(backend: &Backend, _: NoParams) -> ToolResult {
     if let Some(queue) = backend.queue_status() {
         out["ingest_queue"] = json!(queue);
     }
+    if let Some(usage) = backend.palace().llm().and_then(|llm| llm.usage_report()) {
+        out["llm"] = usage;
+    }
     Ok(out)
 }
 

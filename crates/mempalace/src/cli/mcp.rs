@@ -1,5 +1,7 @@
-//! `mcp` (setup lines, `mcp serve` on stdio) and `serve --mcp-http ADDR`
-//! (which also runs the background jobs of `work`, unless `--no-workers`).
+//! `mcp` (setup lines, `mcp serve` on stdio) and `serve --mcp-http ADDR`;
+//! both also run the background jobs of `work` (the cold path, so what
+//! agents file is classified and its memories extracted), unless
+//! `--no-workers`.
 //!
 //! The palace is opened (and created when missing) before the transport
 //! starts; the embedding model loads on its own thread, so `initialize` is
@@ -28,7 +30,17 @@ pub struct McpArgs {
 #[derive(Debug, clap::Subcommand)]
 enum McpCommand {
     /// Serve MCP on stdin/stdout (what `claude mcp add` runs).
-    Serve(ToolsArg),
+    Serve(StdioArgs),
+}
+
+/// `mcp serve`.
+#[derive(Debug, Args)]
+pub struct StdioArgs {
+    #[command(flatten)]
+    tools: ToolsArg,
+    /// Do not run the background jobs (`mempalace work`: the cold path, enrich, maintain) in this process.
+    #[arg(long)]
+    no_workers: bool,
 }
 
 /// The tool profile.
@@ -72,6 +84,21 @@ fn server(settings: &Settings, tools: &ToolsArg) -> Result<McpServer> {
     Ok(McpServer::new(backend, profile))
 }
 
+/// Runs the background jobs of `work` on their own thread, with the
+/// server's palace (its embedder included, so memories the cold path files
+/// get vectors). Claims and job locks make any number of servers on one
+/// palace safe.
+fn spawn_workers(palace: mempalace_engine::Palace) -> Result<()> {
+    std::thread::Builder::new().name("mempalace-work".into()).spawn(move || {
+        let worker = format!("serve:{}", std::process::id());
+        let jobs = [super::work::JobName::Process, super::work::JobName::Enrich, super::work::JobName::Maintain];
+        if let Err(error) = super::work::run_forever(&palace, &jobs, &worker, false) {
+            tracing::error!(error = %format!("{error:#}"), "background jobs stopped");
+        }
+    })?;
+    Ok(())
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")
 }
@@ -92,8 +119,11 @@ pub fn run(settings: &Settings, args: McpArgs) -> Result<()> {
             output::line("Tool sets: --tools mempalace (default) | memory | robotmem | all")?;
             Ok(())
         }
-        Some(McpCommand::Serve(tools)) => {
-            let server = server(settings, &tools)?;
+        Some(McpCommand::Serve(args)) => {
+            let server = server(settings, &args.tools)?;
+            if !args.no_workers {
+                spawn_workers(server.backend().palace().clone())?;
+            }
             tracing::info!(tools = server.tool_names().len(), "MCP server on stdio");
             let served =
                 runtime()?.block_on(mempalace_mcp::serve_stdio(server.clone())).context("serving MCP on stdio");
@@ -115,17 +145,7 @@ pub fn serve(settings: &Settings, args: ServeArgs) -> Result<()> {
     options.check().map_err(|e| super::UserError(e.to_string()))?;
     let server = server(settings, &args.tools)?;
     if !args.no_workers {
-        // The background jobs, on their own thread: claims and job locks
-        // make any number of `serve` processes on one palace safe.
-        // With the embedder: memories the cold path files get vectors.
-        let palace = super::with_embedder(open_palace(settings, Access::Create)?, settings)?;
-        std::thread::Builder::new().name("mempalace-work".into()).spawn(move || {
-            let worker = format!("serve:{}", std::process::id());
-            let jobs = [super::work::JobName::Process, super::work::JobName::Enrich, super::work::JobName::Maintain];
-            if let Err(error) = super::work::run_forever(&palace, &jobs, &worker, false) {
-                tracing::error!(error = %format!("{error:#}"), "background jobs stopped");
-            }
-        })?;
+        spawn_workers(server.backend().palace().clone())?;
     }
     runtime()?.block_on(async move {
         let shutdown = async {

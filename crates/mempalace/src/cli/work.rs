@@ -163,8 +163,9 @@ pub fn run(palace: &Palace, args: WorkArgs) -> Result<()> {
     for job in &args.jobs {
         runs.push(run_job(palace, *job, &worker)?);
     }
+    let usage = palace.llm().and_then(|llm| llm.usage_report());
     if args.json {
-        output::json(&json!({"worker": worker, "runs": runs}))?;
+        output::json(&json!({"worker": worker, "runs": runs, "llm": usage}))?;
     } else {
         for run in &runs {
             let line = match run["job"].as_str() {
@@ -180,6 +181,17 @@ pub fn run(palace: &Palace, args: WorkArgs) -> Result<()> {
                 _ => "maintain: already run for today by another worker".to_string(),
             };
             output::line(line)?;
+        }
+        if let Some(usage) = usage.filter(|u| u["total"]["calls"].as_u64().unwrap_or(0) > 0) {
+            let total = &usage["total"];
+            output::line(format!(
+                "language model: {} calls ({} failed), {} prompt + {} completion tokens, ${:.4}",
+                total["calls"],
+                total["failures"],
+                total["prompt_tokens"],
+                total["completion_tokens"],
+                total["cost_usd"].as_f64().unwrap_or(0.0)
+            ))?;
         }
     }
     Ok(())

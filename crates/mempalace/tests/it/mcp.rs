@@ -224,6 +224,14 @@ fn memory_extraction_over_mcp_with_a_model() {
     );
 }
 
+/// Issue 17: a stdio server runs the cold path itself, so what an agent
+/// files is classified and its memories extracted without `work`.
+#[test]
+fn a_stdio_server_runs_the_cold_path() {
+    let sandbox = sandbox(Store::Sqlite).with_env("MEMPALACE_PROCESS_EVERY_S", "1");
+    scenario(&sandbox, "memory-workers", &[]);
+}
+
 /// Issue 6: robotmem's tools: learn, recall with filters and spatial
 /// order, perceptions, corrections, sessions with consolidation.
 fn robotmem_tools_round_trip(store: Store) {
@@ -238,7 +246,7 @@ fn pipelined_stdio_calls_run_in_order_and_bad_lines_get_errors(store: Store) {
     use std::io::{BufRead, BufReader, Write};
     let sandbox = sandbox(store);
     let mut child = sandbox
-        .cmd(&["mcp", "serve"])
+        .cmd(&["mcp", "serve", "--no-workers"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -315,7 +323,7 @@ fn background_writes_have_back_pressure_and_survive_shutdown(store: Store) {
     use std::io::{BufRead, BufReader, Write};
     let sandbox = sandbox(store);
     let mut child = sandbox
-        .cmd(&["mcp", "serve", "--tools", "memory"])
+        .cmd(&["mcp", "serve", "--tools", "memory", "--no-workers"])
         .env("CRAWBL_AUTOINGEST_WORKERS", "1")
         .env("CRAWBL_AUTOINGEST_CAPACITY", "1")
         .stdin(Stdio::piped())

@@ -74,18 +74,15 @@ fn extract_and_list_with_the_rules(store: Store) {
     assert!(text(&nothing.stderr).contains("no conversation with a user's turn"), "{}", text(&nothing.stderr));
 }
 
-on_both!(extract_and_list_with_the_rules);
-
 fn classification(id: usize, hall: &str, summary: &str) -> String {
     json!({"items": [{"id": id, "memory_type": "fact", "hall": hall, "importance": 0.9, "summary": summary,
         "entities": ["Oslo"], "triples": [{"subject": "Alex", "predicate": "lives in", "object": "Oslo"}]}]})
     .to_string()
 }
 
-#[test]
-fn work_with_a_model_classifies_extracts_and_falls_back_when_the_answer_is_unreadable() {
+fn work_with_a_model_classifies_extracts_and_falls_back_when_the_answer_is_unreadable(store: Store) {
     let server = ScriptedServer::start();
-    let sandbox = Sandbox::new()
+    let sandbox = Sandbox::on(store)
         .with_env("MEMPALACE_LLM_BASE_URL", &format!("{}/v1", server.url()))
         .with_env("MEMPALACE_LLM_MODEL", "small-model")
         .with_env("MEMPALACE_LLM_EXTRACT_MODEL", "big-model");
@@ -112,6 +109,11 @@ fn work_with_a_model_classifies_extracts_and_falls_back_when_the_answer_is_unrea
     assert_eq!(report["model_fallback"], Value::Null, "{work}");
     assert_eq!((report["claimed"].as_u64(), report["by_model"].as_u64()), (Some(1), Some(1)), "{work}");
     assert_eq!(report["memories"]["added"], 1, "{work}");
+    assert_eq!(
+        (work["llm"]["tasks"]["classify"]["calls"].as_u64(), work["llm"]["tasks"]["extract"]["calls"].as_u64()),
+        (Some(1), Some(1)),
+        "the process's usage is reported: {work}"
+    );
     let drawer = sandbox.json(&["get", &id, "--json"]);
     assert_eq!(
         (drawer["pipeline_tier"].as_str(), drawer["hall"].as_str(), drawer["summary"].as_str()),
@@ -139,3 +141,8 @@ fn work_with_a_model_classifies_extracts_and_falls_back_when_the_answer_is_unrea
     assert_eq!(drawer["pipeline_tier"], "heuristic");
     assert_eq!(drawer["state"], "processed", "a model failure never leaves the drawer unprocessed");
 }
+
+on_both!(
+    extract_and_list_with_the_rules,
+    work_with_a_model_classifies_extracts_and_falls_back_when_the_answer_is_unreadable
+);

@@ -103,16 +103,19 @@ def palace_args(args):
 def server_env():
     env = {"HOME": os.environ["TEST_HOME"], "PATH": os.environ.get("PATH", "")}
     for key in ("MEMPALACE_MODEL_DIR", "MEMPALACE_EMBEDDER", "MEMPALACE_LOG", "MEMPALACE_WORKSPACE",
-                "MEMPALACE_LLM_BASE_URL", "MEMPALACE_LLM_MODEL"):
+                "MEMPALACE_LLM_BASE_URL", "MEMPALACE_LLM_MODEL", "MEMPALACE_PROCESS_EVERY_S"):
         if key in os.environ:
             env[key] = os.environ[key]
     return env
 
 
 @asynccontextmanager
-async def stdio_session(args, profile="mempalace"):
+async def stdio_session(args, profile="mempalace", workers=False):
+    # The background jobs stay off unless a scenario is about them: they
+    # would reclassify and extract while the other scenarios check results.
+    extra = [] if workers else ["--no-workers"]
     params = StdioServerParameters(
-        command=args.bin, args=palace_args(args) + ["mcp", "serve", "--tools", profile], env=server_env()
+        command=args.bin, args=palace_args(args) + ["mcp", "serve", "--tools", profile] + extra, env=server_env()
     )
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
@@ -592,6 +595,24 @@ async def memory_with_a_model(session):
     check(again["path"] == "rules" and "not the JSON" in again["rules_because"], "an unreadable answer: the rules decide", again)
 
 
+async def memory_with_workers(session):
+    # The server's own workers run the cold path (every second here): a
+    # turn filed in the background is classified and its memories extracted.
+    turn = await call(session, "memory_ingest_turn", {"wing": "chat", "user": "I live in Oslo and I always use pnpm.",
+                                                      "assistant": "Noted!", "session_id": "s-1"})
+    check(turn["success"], "the turn was accepted", turn)
+    found = {"count": 0}
+    for _ in range(60):
+        found = await call(session, "memory_list_memories", {})
+        if found["count"] >= 2:
+            break
+        await asyncio.sleep(0.5)
+    check(sorted(m["entity_name"] for m in found["memories"]) == ["home city", "package manager"],
+          "the server's workers extracted the turn's memories", found)
+    status = await call(session, "memory_status", {})
+    check(status["pipeline"]["by_state"]["raw"] == 0, "nothing left raw", status)
+
+
 async def robotmem_family(session):
     started = await call(session, "start_session", {"context": json.dumps({"robot_id": "arm-01", "environment": "lab"})})
     sid = started["session_id"]
@@ -904,6 +925,9 @@ async def main():
     elif args.scenario == "memory":
         async with stdio_session(args, "memory") as session:
             await memory_family(session)
+    elif args.scenario == "memory-workers":
+        async with stdio_session(args, "memory", workers=True) as session:
+            await memory_with_workers(session)
     elif args.scenario == "memory-model":
         async with stdio_session(args, "memory") as session:
             await memory_with_a_model(session)
