@@ -145,6 +145,9 @@ fn the_opencode_plugin_runs_the_hook() {
         process.env.MEMPALACE_BIN = "/nonexistent/mempalace";
         const broken = await MemPalace({ directory: "/tmp" });
         await broken.event({ event: { type: "session.idle", properties: { sessionID: "x" } } });
+        // opencode lives on after an event; this driver would exit at once
+        // and could drop the hook's input still in the pipe (seen under load).
+        await new Promise((done) => setTimeout(done, 1000));
         console.log("events handed over");
     "#;
     let mut node = std::process::Command::new("node");

@@ -146,3 +146,39 @@ on_both!(
     extract_and_list_with_the_rules,
     work_with_a_model_classifies_extracts_and_falls_back_when_the_answer_is_unreadable
 );
+
+/// `bench extract` scores an extractor on a labelled set through the
+/// engine's decision: the rules here, and a model through the scripted
+/// server (its answers count as they are checked).
+#[cfg(feature = "bench")]
+#[test]
+fn bench_extract_scores_the_rules_and_a_model() {
+    let set = mempalace_testdata::repo_root().join("crates/core/tests/data/memory_extraction.json");
+    let set = set.display().to_string();
+    let sandbox = Sandbox::new();
+    let rules = sandbox.json(&["bench", "extract", "--set", &set, "--rules"]);
+    assert_eq!((rules["extractor"].as_str(), rules["cases"].as_u64()), (Some("rules"), Some(40)));
+    assert_eq!(rules["overall"]["precision"], 1.0, "the dev set the rules were tuned on: {rules}");
+
+    let server = ScriptedServer::start();
+    // The first case (repo-uses-pnpm) expects one workspace memory holding "pnpm".
+    server.push(Reply::openai(
+        &json!({"new": [{"entity_type": "fact", "entity_name": "package manager",
+            "observation": "This repo uses pnpm.", "scope": "workspace"}], "updates": [], "deletes": []})
+        .to_string(),
+    ));
+    server.push(Reply::openai("not json at all"));
+    let model = sandbox
+        .cmd(&["bench", "extract", "--set", &set, "--limit", "2"])
+        .env("MEMPALACE_LLM_BASE_URL", format!("{}/v1", server.url()))
+        .env("MEMPALACE_LLM_MODEL", "small-model")
+        .output()
+        .unwrap();
+    assert!(model.status.success(), "{}", text(&model.stderr));
+    let model: Value = serde_json::from_slice(&model.stdout).unwrap();
+    assert_eq!(model["extractor"], "small-model");
+    assert_eq!(model["overall"]["tp"], 1, "{model}");
+    assert_eq!(model["model_errors"], 1, "the unreadable answer is a failed case, not the rules' answer: {model}");
+    let no_model = sandbox.run(&["bench", "extract", "--set", &set]);
+    assert_eq!(no_model.status.code(), Some(2), "without a model and without --rules there is nothing to score");
+}
