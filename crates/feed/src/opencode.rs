@@ -20,34 +20,52 @@ fn source_of(db: &Path, session: &str) -> String {
 
 /// Mines the sessions of the database at `db`.
 pub(crate) fn mine(palace: &Palace, db: &Path, options: &MineOptions) -> FeedResult<MineReport> {
-    if !db.is_file() {
-        return Err(FeedError::NotFound { what: "opencode database", path: db.to_path_buf() });
-    }
-    let selection = mempalace_mine::opencode::Selection {
-        min_messages: options.selection.min_messages.unwrap_or(MIN_MESSAGES),
-        since_ms: options.selection.since.map(|t| t.timestamp_millis()),
-        session: options.selection.session.clone(),
-    };
-    let read = mempalace_mine::opencode::read_db(db, &selection)
-        .map_err(|detail| FeedError::Unreadable { path: db.to_path_buf(), detail })?;
+    let read = read(
+        db,
+        mempalace_mine::opencode::Selection {
+            min_messages: options.selection.min_messages.unwrap_or(MIN_MESSAGES),
+            since_ms: options.selection.since.map(|t| t.timestamp_millis()),
+            session: options.selection.session.clone(),
+        },
+    )?;
     let mut report = MineReport { conversations_skipped: read.skipped_sessions, ..MineReport::default() };
-    // Sessions are filed as exchanges whatever `--extract` says.
-    let transcript = TranscriptOptions { extract: Extract::Exchange, ..TranscriptOptions::from_mine(options) };
+    let transcript = TranscriptOptions::from_mine(options);
     for conversation in read.conversations.iter().take(options.limit.unwrap_or(usize::MAX)) {
         report.files += 1;
         report.read += 1;
-        let wing = convos::wing_for(options.wing.as_ref(), conversation)?;
-        let source = source_of(db, &conversation.session_id);
-        let place = convos::Place { source: &source, wing: &wing, options: &transcript, format: "opencode" };
-        let requests = convos::requests(conversation, &place, true);
-        let filing = if options.dry_run {
-            palace.plan_source(&source, &requests)?
-        } else {
-            palace.file_source(&source, requests)?.filing
-        };
-        report.add_filing(filing);
+        report.add_filing(file_session(palace, db, conversation, &transcript)?.0);
     }
     Ok(report)
+}
+
+/// The sessions of the database at `db` that `selection` picks.
+fn read(db: &Path, selection: mempalace_mine::opencode::Selection) -> FeedResult<mempalace_mine::opencode::Read> {
+    if !db.is_file() {
+        return Err(FeedError::NotFound { what: "opencode database", path: db.to_path_buf() });
+    }
+    mempalace_mine::opencode::read_db(db, &selection)
+        .map_err(|detail| FeedError::Unreadable { path: db.to_path_buf(), detail })
+}
+
+/// Files (or, in a dry run, plans) one session as its source, always as
+/// exchanges whatever `--extract` says; returns the filing and the wing.
+fn file_session(
+    palace: &Palace,
+    db: &Path,
+    conversation: &mempalace_mine::Conversation,
+    options: &TranscriptOptions,
+) -> FeedResult<(mempalace_engine::drawers::SourceFiling, mempalace_core::Wing)> {
+    let transcript = TranscriptOptions { extract: Extract::Exchange, ..options.clone() };
+    let wing = convos::wing_for(options.wing.as_ref(), conversation)?;
+    let source = source_of(db, &conversation.session_id);
+    let place = convos::Place { source: &source, wing: &wing, options: &transcript, format: "opencode" };
+    let requests = convos::requests(conversation, &place, true);
+    let filing = if options.dry_run {
+        palace.plan_source(&source, &requests)?
+    } else {
+        palace.file_source(&source, requests)?.filing
+    };
+    Ok((filing, wing))
 }
 
 /// Mines one session of an opencode database (what its hook calls when
@@ -60,32 +78,21 @@ pub fn mine_opencode_session(
     session: &str,
     options: &TranscriptOptions,
 ) -> FeedResult<TranscriptOutcome> {
-    if !db.is_file() {
-        return Err(FeedError::NotFound { what: "opencode database", path: db.to_path_buf() });
-    }
-    let selection = mempalace_mine::opencode::Selection {
-        min_messages: MIN_MESSAGES,
-        since_ms: None,
-        session: Some(session.to_string()),
-    };
-    let read = mempalace_mine::opencode::read_db(db, &selection)
-        .map_err(|detail| FeedError::Unreadable { path: db.to_path_buf(), detail })?;
+    let read = read(
+        db,
+        mempalace_mine::opencode::Selection {
+            min_messages: MIN_MESSAGES,
+            since_ms: None,
+            session: Some(session.to_string()),
+        },
+    )?;
     let Some(conversation) = read.conversations.first() else {
         return Ok(TranscriptOutcome::NotTranscript(format!(
             "session {session} is not in {}, is a sub-agent's, or has fewer than {MIN_MESSAGES} messages",
             db.display()
         )));
     };
-    let transcript = TranscriptOptions { extract: Extract::Exchange, ..options.clone() };
-    let wing = convos::wing_for(options.wing.as_ref(), conversation)?;
-    let source = source_of(db, session);
-    let place = convos::Place { source: &source, wing: &wing, options: &transcript, format: "opencode" };
-    let requests = convos::requests(conversation, &place, true);
-    let filing = if options.dry_run {
-        palace.plan_source(&source, &requests)?
-    } else {
-        palace.file_source(&source, requests)?.filing
-    };
+    let (filing, wing) = file_session(palace, db, conversation, options)?;
     let humans: Vec<&mempalace_mine::Message> =
         conversation.messages.iter().filter(|m| m.role == mempalace_mine::Role::User).collect();
     Ok(TranscriptOutcome::Mined {

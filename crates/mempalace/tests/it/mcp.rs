@@ -238,22 +238,38 @@ fn robotmem_tools_round_trip(store: Store) {
     scenario(&sandbox(store), "robotmem", &[]);
 }
 
+/// A stdio server spoken to line by line, without an SDK: its process,
+/// its input and its output lines.
+struct RawServer {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl RawServer {
+    fn start(mut command: Command) -> Self {
+        use std::io::BufRead;
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the stdio server");
+        let stdin = child.stdin.take().expect("stdin");
+        let lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+        Self { child, stdin, lines }
+    }
+}
+
 /// Issue 15: on stdio, calls sent back to back without waiting take effect
 /// in the order sent (a search right after an add finds the drawer), and a
 /// line that is not JSON gets a `-32700` reply, an array `-32600`; the
 /// server goes on serving.
 fn pipelined_stdio_calls_run_in_order_and_bad_lines_get_errors(store: Store) {
-    use std::io::{BufRead, BufReader, Write};
+    use std::io::Write;
     let sandbox = sandbox(store);
-    let mut child = sandbox
-        .cmd(&["mcp", "serve", "--no-workers"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the stdio server");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let RawServer { mut child, mut stdin, mut lines } =
+        RawServer::start(sandbox.cmd(&["mcp", "serve", "--no-workers"]));
     let send = |stdin: &mut std::process::ChildStdin, line: &str| {
         stdin.write_all(line.as_bytes()).unwrap();
         stdin.write_all(b"\n").unwrap();
@@ -320,19 +336,11 @@ fn pipelined_stdio_calls_run_in_order_and_bad_lines_get_errors(store: Store) {
 /// dropped in `memory_status`); every accepted one is in the palace once
 /// the server has exited (stdin closed: the queue is drained first).
 fn background_writes_have_back_pressure_and_survive_shutdown(store: Store) {
-    use std::io::{BufRead, BufReader, Write};
+    use std::io::Write;
     let sandbox = sandbox(store);
-    let mut child = sandbox
-        .cmd(&["mcp", "serve", "--tools", "memory", "--no-workers"])
-        .env("CRAWBL_AUTOINGEST_WORKERS", "1")
-        .env("CRAWBL_AUTOINGEST_CAPACITY", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the stdio server");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut command = sandbox.cmd(&["mcp", "serve", "--tools", "memory", "--no-workers"]);
+    command.env("CRAWBL_AUTOINGEST_WORKERS", "1").env("CRAWBL_AUTOINGEST_CAPACITY", "1");
+    let RawServer { mut child, mut stdin, mut lines } = RawServer::start(command);
     let mut send = |line: String| {
         stdin.write_all(line.as_bytes()).unwrap();
         stdin.write_all(b"\n").unwrap();
