@@ -693,6 +693,27 @@ impl Palace {
         Ok(report)
     }
 
+    /// Runs `work` now, whoever else runs it this tick, and records the run
+    /// as `job`'s for the tick when this process is the first to start one
+    /// (for jobs every worker takes part in, such as `process`, so that
+    /// `status` can say when one last ran).
+    pub fn run_recorded<T>(
+        &self,
+        job: &PeriodicJob,
+        holder: &str,
+        work: impl FnOnce(&Palace) -> EngineResult<T>,
+    ) -> EngineResult<T> {
+        let job = &self.jobs().periodic(job);
+        let now = self.now();
+        let lease = job.every.max(Duration::from_secs(600));
+        let recorded = self.store().try_start_job(job.name, tick_of(now, job.every), holder, lease, now)?;
+        let outcome = work(self);
+        if recorded && let Err(error) = self.store().finish_job(job.name, holder) {
+            tracing::warn!(%error, job = job.name, "recording the end of the run failed (its lease expires by itself)");
+        }
+        outcome
+    }
+
     /// Runs `work` as `job`'s run for the current tick when this process
     /// wins it: `Ok(None)` when another process runs or ran this tick.
     /// The job's lock is released however `work` ends.

@@ -13,7 +13,7 @@ use anyhow::{Context as _, Result};
 use clap::Args;
 use mempalace_core::name::normalize_wing_name;
 use mempalace_core::project::ProjectConfig;
-use mempalace_engine::work::{MAINTAIN, PROCESS};
+use mempalace_engine::work::{ENRICH, MAINTAIN, PROCESS};
 use mempalace_engine::{DoctorReport, Palace};
 use mempalace_store::{HealthCheck, PipelineCounts};
 use serde_json::json;
@@ -256,7 +256,7 @@ fn cold_path_text(counts: &PipelineCounts) -> String {
     }
     row("memories", counts.memories.to_string());
     // The known periodic jobs first, then any other job that recorded a run.
-    let mut jobs: Vec<&str> = vec![PROCESS.name, MAINTAIN.name];
+    let mut jobs: Vec<&str> = vec![PROCESS.name, ENRICH.name, MAINTAIN.name];
     for run in &counts.last_runs {
         if !jobs.contains(&run.job.as_str()) {
             jobs.push(&run.job);

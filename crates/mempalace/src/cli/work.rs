@@ -72,7 +72,7 @@ fn process_json(report: &ProcessReport) -> Value {
 fn run_job(palace: &Palace, job: JobName, worker: &str) -> Result<Value> {
     Ok(match job {
         JobName::Process => {
-            let report = palace.process_all(worker)?;
+            let report = palace.run_recorded(&PROCESS, worker, |palace| palace.process_all(worker))?;
             tracing::info!(claimed = report.claimed, processed = report.processed.len(), "process ran");
             json!({"job": "process", "worker": worker, "report": process_json(&report)})
         }

@@ -128,6 +128,7 @@ fn status_shows_the_cold_path(store: Store) {
         "    invalidated   1\n",
         "    memories      0\n",
         "    last runs     process   none recorded\n",
+        "                  enrich    none recorded\n",
         "                  maintain  none recorded\n",
     ] {
         assert!(human.contains(line), "{line:?} missing from:\n{human}");
@@ -145,17 +146,20 @@ fn status_shows_the_cold_path(store: Store) {
     assert_eq!(pipeline["by_status"]["active"], after["total_drawers"], "{pipeline}");
     assert_eq!(pipeline["memories"].as_u64(), Some(after["wings"]["memories"].as_u64().unwrap_or(0)), "{after}");
     let runs = pipeline["last_runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 1, "only the daily job records its runs: {pipeline}");
-    assert_eq!(
-        (&runs[0]["job"], &runs[0]["holder"], &runs[0]["finished"]),
-        (&"maintain".into(), &"tester".into(), &true.into())
-    );
-    let started = runs[0]["started_at"].as_str().unwrap();
+    let run =
+        |job: &str| runs.iter().find(|run| run["job"] == job).unwrap_or_else(|| panic!("no {job} run: {pipeline}"));
+    assert_eq!(runs.len(), 2, "the jobs that ran recorded their runs: {pipeline}");
+    for job in ["process", "maintain"] {
+        assert_eq!((&run(job)["holder"], &run(job)["finished"]), (&"tester".into(), &true.into()), "{pipeline}");
+    }
+    let (processed, maintained) =
+        (run("process")["started_at"].as_str().unwrap(), run("maintain")["started_at"].as_str().unwrap());
     let human = sandbox.ok(&["status"]);
     for line in [
         "    raw           0 (0 claimed)\n".to_string(),
-        "    last runs     process   none recorded\n".to_string(),
-        format!("                  maintain  {started} by tester\n"),
+        format!("    last runs     process   {processed} by tester\n"),
+        "                  enrich    none recorded\n".to_string(),
+        format!("                  maintain  {maintained} by tester\n"),
     ] {
         assert!(human.contains(&line), "{line:?} missing from:\n{human}");
     }
