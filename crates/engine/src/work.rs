@@ -394,12 +394,14 @@ impl Palace {
         let Some(embedding) = &drawer.embedding else {
             return Ok(Vec::new());
         };
+        // The whole workspace is searched and the wing checked on what comes
+        // back: a wing filter would make the in-process index list the
+        // wing's ids for every processed drawer.
         let filter = mempalace_store::DrawerFilter {
-            wings: vec![drawer.wing.as_str().to_string()],
             viewer: drawer.owner_user_id.clone(),
             ..mempalace_store::DrawerFilter::default()
         };
-        let hits = self.nearest(&embedding.model, &embedding.vector, &filter, NEIGHBOURS + 1)?;
+        let hits = self.nearest(&embedding.model, &embedding.vector, &filter, 4 * NEIGHBOURS)?;
         let close: Vec<DrawerId> = hits
             .into_iter()
             .filter(|(id, similarity)| *id != drawer.id && *similarity >= floor)
@@ -408,6 +410,7 @@ impl Palace {
         let mut found = self.store().drawers(self.workspace(), &close)?;
         found.retain(|d| {
             d.status == DrawerStatus::Active
+                && d.wing == drawer.wing
                 && if strictly {
                     d.filed_at < drawer.filed_at
                 } else {
