@@ -377,9 +377,14 @@ pub fn slot_of(text: &str) -> Option<&'static str> {
 }
 
 fn contains_phrase(padded_lowered: &str, phrase: &str) -> bool {
-    padded_lowered.match_indices(phrase).any(|(at, _)| {
-        let before = padded_lowered[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
-        let after = padded_lowered[at + phrase.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+    phrase_starts(padded_lowered, phrase).next().is_some()
+}
+
+/// Where `phrase` stands as whole words in `lowered`.
+fn phrase_starts<'a>(lowered: &'a str, phrase: &'a str) -> impl Iterator<Item = usize> + 'a {
+    lowered.match_indices(phrase).map(|(at, _)| at).filter(move |&at| {
+        let before = lowered[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+        let after = lowered[at + phrase.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
         before && after
     })
 }
@@ -441,10 +446,14 @@ fn clauses(sentence: &str) -> Vec<String> {
 /// Content words of a text (lowercase, no stop words, at least 3 letters),
 /// cut to their first six letters so plural and verb forms meet.
 fn stems(text: &str) -> Vec<String> {
+    content_words(text).into_iter().map(|w| w.chars().take(6).collect()).collect()
+}
+
+/// Content words in full, lowercase (for stems and entity names).
+fn content_words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric() && c != '.' && c != '-')
         .map(|w| w.trim_matches(['.', '-']).to_lowercase())
         .filter(|w| w.chars().count() >= 3 && !is_stopword(w) && !GENERIC.contains(&w.as_str()))
-        .map(|w| w.chars().take(6).collect())
         .collect()
 }
 
@@ -489,7 +498,7 @@ fn classify_statement(sentence: &str) -> Option<(EntityType, MemoryScope, String
         "name".to_string()
     } else {
         slot_of(sentence).map(str::to_string).unwrap_or_else(|| {
-            let words: Vec<String> = stems_full(sentence).into_iter().take(2).collect();
+            let words: Vec<String> = content_words(sentence).into_iter().take(2).collect();
             if words.is_empty() { entity_type.as_str().to_string() } else { words.join(" ") }
         })
     };
@@ -506,12 +515,7 @@ fn slot_values(text: &str, slot: &str, skip_negated: bool) -> Vec<&'static str> 
     cues.iter()
         .copied()
         .filter(|cue| {
-            lowered.match_indices(cue).any(|(at, _)| {
-                let before_ok = lowered[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
-                let after_ok = lowered[at + cue.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
-                let negated = skip_negated && rules().negated.is_match(&lowered[..at]);
-                before_ok && after_ok && !negated
-            })
+            phrase_starts(&lowered, cue).any(|at| !(skip_negated && rules().negated.is_match(&lowered[..at])))
         })
         .collect()
 }
@@ -575,14 +579,6 @@ fn memory_slot(memory: &ExistingMemory) -> Option<&'static str> {
         .find(|(slot, _)| *slot == name)
         .map(|(slot, _)| *slot)
         .or_else(|| slot_of(&format!("{} {}", memory.entity_name, memory.observation)))
-}
-
-/// Content words in full (for entity names).
-fn stems_full(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric() && c != '-')
-        .map(str::to_lowercase)
-        .filter(|w| w.chars().count() >= 3 && !is_stopword(w) && !GENERIC.contains(&w.as_str()))
-        .collect()
 }
 
 /// Whether a sentence is a question, a hypothetical or a passing state.

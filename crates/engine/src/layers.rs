@@ -109,7 +109,7 @@ impl Palace {
         episodes.truncate(INJECT_EPISODES);
         let abstracts: Vec<&str> =
             episodes.iter().map(|e| e.l0_abstract.as_str()).filter(|a| !a.trim().is_empty()).collect();
-        let relevance = self.relevance_to(message, &memories, &abstracts, lexical_only)?;
+        let relevance = self.relevance_to(message, outcome.query_vector.as_ref(), &memories, &abstracts)?;
         let mut remembered: Vec<(bool, &str, f64)> = memories
             .iter()
             .zip(&relevance.memories)
@@ -148,15 +148,16 @@ impl Palace {
     }
 
     /// How relevant each memory and abstract is to `message`: cosine with
-    /// the message's vector when there is one (memories by their stored
-    /// vectors, abstracts embedded through the cache), else the share of
-    /// the message's content words each holds.
+    /// the search's query vector when it had one (memories by their stored
+    /// vectors; abstracts embedded once and kept in the embedding cache, so
+    /// later messages reuse them), else the share of words they have in
+    /// common.
     fn relevance_to(
         &self,
         message: &str,
+        query: Option<&(String, Vec<f32>)>,
         memories: &[crate::memories::StoredMemory],
         abstracts: &[&str],
-        lexical_only: bool,
     ) -> EngineResult<Relevance> {
         let words = |text: &str| -> std::collections::HashSet<String> {
             text.split(|c: char| !c.is_alphanumeric())
@@ -175,31 +176,49 @@ impl Palace {
             }
             asked.iter().filter(|w| theirs.contains(*w)).count() as f64 / shorter as f64
         };
-        let mut texts: Vec<&str> = vec![message];
-        texts.extend(abstracts.iter().copied());
-        let embedded = if lexical_only { None } else { Some(self.embed_texts(&texts)?) };
-        let query = embedded.as_ref().and_then(|e| e.vectors.first().cloned().flatten());
-        let model = embedded.as_ref().and_then(|e| e.model.clone());
         let cosine = |vector: Option<&Vec<f32>>| -> Option<f64> {
-            Some(f64::from(mempalace_core::vector::cosine(query.as_ref()?, vector?)))
+            Some(f64::from(mempalace_core::vector::cosine(&query?.1, vector?)))
         };
         let memories = memories
             .iter()
             .map(|m| {
                 let vector =
-                    m.drawer.embedding.as_ref().filter(|e| Some(&e.model) == model.as_ref()).map(|e| &e.vector);
+                    m.drawer.embedding.as_ref().filter(|e| Some(&e.model) == query.map(|q| &q.0)).map(|e| &e.vector);
                 cosine(vector).unwrap_or_else(|| lexical(m.drawer.content.as_str()))
             })
             .collect();
+        let vectors = match query {
+            Some((model, _)) if !abstracts.is_empty() => self.cached_vectors(model, abstracts)?,
+            _ => vec![None; abstracts.len()],
+        };
         let abstracts = abstracts
             .iter()
-            .enumerate()
-            .map(|(at, text)| {
-                let vector = embedded.as_ref().and_then(|e| e.vectors.get(at + 1)).and_then(Option::as_ref);
-                cosine(vector).unwrap_or_else(|| lexical(text))
-            })
+            .zip(&vectors)
+            .map(|(text, vector)| cosine(vector.as_ref()).unwrap_or_else(|| lexical(text)))
             .collect();
         Ok(Relevance { memories, abstracts })
+    }
+
+    /// Vectors of `texts` by `model`, keeping the ones computed in the
+    /// embedding cache (texts that belong to no drawer, such as episode
+    /// abstracts, are embedded once, not at every call).
+    fn cached_vectors(&self, model: &str, texts: &[&str]) -> EngineResult<Vec<Option<Vec<f32>>>> {
+        let embedded = self.embed_texts(texts)?;
+        if embedded.model.as_deref() != Some(model) {
+            return Ok(vec![None; texts.len()]);
+        }
+        if embedded.computed > 0 {
+            let fresh: Vec<(mempalace_core::ContentHash, Vec<f32>)> = texts
+                .iter()
+                .zip(&embedded.vectors)
+                .filter_map(|(text, vector)| Some((mempalace_core::ContentHash::of(text), vector.clone()?)))
+                .collect();
+            // A cache that cannot be written only costs the next call a recomputation.
+            if let Err(error) = self.store().cache_embeddings(self.workspace(), model, &fresh, self.now()) {
+                tracing::warn!(%error, "caching abstract vectors failed");
+            }
+        }
+        Ok(embedded.vectors)
     }
 
     /// robotmem `learn`: files a short insight with its inferred category

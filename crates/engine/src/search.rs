@@ -123,6 +123,9 @@ pub struct SearchOutcome {
     pub mode: SearchMode,
     /// Distinct candidates considered before filtering and the limit.
     pub candidates: usize,
+    /// The query's vector and its model, when the search had one (callers
+    /// comparing other texts with the query reuse it).
+    pub query_vector: Option<(String, Vec<f32>)>,
 }
 
 /// Words too common to help a BM25 query.
@@ -286,7 +289,7 @@ impl Palace {
                 tracing::warn!(%error, "access tracking failed");
             }
         }
-        Ok(SearchOutcome { hits, mode, candidates })
+        Ok(SearchOutcome { hits, mode, candidates, query_vector })
     }
 
     /// Drawers linked to entities the query names (seed 0: query words of

@@ -48,6 +48,10 @@ pub const CLUSTER_COSINE: f32 = 0.85;
 pub const CONFLICT_COSINE: f32 = 0.6;
 /// Neighbours looked at per processed drawer.
 const NEIGHBOURS: usize = 5;
+
+/// The older neighbours of each drawer a batch processed (see
+/// `older_neighbours`), found once for clustering and conflicts.
+type Neighbours = std::collections::HashMap<DrawerId, Vec<(Drawer, f32)>>;
 /// How long a claim lasts; a worker that dies loses its claims after this.
 pub const CLAIM_LEASE: Duration = Duration::from_secs(300);
 /// Attempts before a drawer is marked `failed`.
@@ -241,7 +245,13 @@ impl Palace {
             drawer.updated_at = now;
             outcomes.push((drawer, state));
         }
-        self.review_neighbours(&mut outcomes, &mut report)?;
+        let mut neighbours = Neighbours::new();
+        for (drawer, state) in &outcomes {
+            if *state == DrawerState::Processed {
+                neighbours.insert(drawer.id.clone(), self.older_neighbours(drawer)?);
+            }
+        }
+        self.review_neighbours(&mut outcomes, &neighbours, &mut report)?;
         let drawers: Vec<Drawer> = outcomes.iter().map(|(d, _)| d.clone()).collect();
         let completed: std::collections::HashSet<DrawerId> =
             self.store().complete_claims(self.workspace(), worker, &drawers)?.into_iter().collect();
@@ -260,7 +270,7 @@ impl Palace {
                 _ => report.retried += 1,
             }
         }
-        self.supersede_contradicted(&done, &mut report)?;
+        self.supersede_contradicted(&done, &neighbours, &mut report)?;
         self.extract_from_conversations(&done, &mut report)?;
         Ok(report)
     }
@@ -363,13 +373,15 @@ impl Palace {
     fn review_neighbours(
         &self,
         outcomes: &mut [(Drawer, DrawerState)],
+        neighbours: &Neighbours,
         report: &mut ProcessReport,
     ) -> EngineResult<()> {
         for (drawer, state) in outcomes.iter_mut() {
             if *state != DrawerState::Processed || drawer.cluster_id.is_some() {
                 continue;
             }
-            let Some(near) = self.older_neighbours(drawer, CLUSTER_COSINE, false)?.into_iter().next() else {
+            let near = neighbours.get(&drawer.id).and_then(|found| found.iter().find(|(_, s)| *s >= CLUSTER_COSINE));
+            let Some((near, _)) = near else {
                 continue;
             };
             drawer.cluster_id = Some(near.cluster_id.clone().unwrap_or_else(|| near.id.clone()));
@@ -384,13 +396,12 @@ impl Palace {
         Ok(())
     }
 
-    /// Active, older drawers of the same wing whose vectors are at least
-    /// `floor` similar to `drawer`'s, most similar first. Older means filed
-    /// earlier; unless `strictly`, a drawer filed at the same moment (the
-    /// same mining run) with a smaller id counts too — good enough to pick a
-    /// cluster's first member, not to say which of two statements came
-    /// later.
-    fn older_neighbours(&self, drawer: &Drawer, floor: f32, strictly: bool) -> EngineResult<Vec<Drawer>> {
+    /// Active drawers of the same wing and owner filed before `drawer` (or
+    /// at the same moment with a smaller id: the same mining run) whose
+    /// vectors are at least [`CONFLICT_COSINE`] similar to its own, most
+    /// similar first, with that similarity. Searched once per processed
+    /// drawer, for clustering and for conflicts.
+    fn older_neighbours(&self, drawer: &Drawer) -> EngineResult<Vec<(Drawer, f32)>> {
         let Some(embedding) = &drawer.embedding else {
             return Ok(Vec::new());
         };
@@ -401,21 +412,27 @@ impl Palace {
             viewer: drawer.owner_user_id.clone(),
             ..mempalace_store::DrawerFilter::default()
         };
-        let hits = self.nearest(&embedding.model, &embedding.vector, &filter, 4 * NEIGHBOURS)?;
-        let close: Vec<DrawerId> = hits
+        let hits: Vec<(DrawerId, f32)> = self
+            .nearest(&embedding.model, &embedding.vector, &filter, 4 * NEIGHBOURS)?
             .into_iter()
-            .filter(|(id, similarity)| *id != drawer.id && *similarity >= floor)
-            .map(|(id, _)| id)
+            .filter(|(id, similarity)| *id != drawer.id && *similarity >= CONFLICT_COSINE)
             .collect();
-        let mut found = self.store().drawers(self.workspace(), &close)?;
-        found.retain(|d| {
+        let ids: Vec<DrawerId> = hits.iter().map(|(id, _)| id.clone()).collect();
+        let similarity: std::collections::HashMap<&DrawerId, f32> = hits.iter().map(|(id, s)| (id, *s)).collect();
+        // In the order of `ids` (most similar first); a drawer gone meanwhile is left out.
+        let mut found: Vec<(Drawer, f32)> = self
+            .store()
+            .drawers(self.workspace(), &ids)?
+            .into_iter()
+            .map(|d| {
+                let s = similarity.get(&d.id).copied().unwrap_or(0.0);
+                (d, s)
+            })
+            .collect();
+        found.retain(|(d, _)| {
             d.status == DrawerStatus::Active
                 && d.wing == drawer.wing
-                && if strictly {
-                    d.filed_at < drawer.filed_at
-                } else {
-                    (d.filed_at, &d.id) < (drawer.filed_at, &drawer.id)
-                }
+                && (d.filed_at, &d.id) < (drawer.filed_at, &drawer.id)
                 && d.owner_user_id == drawer.owner_user_id
         });
         Ok(found)
@@ -426,14 +443,23 @@ impl Palace {
     /// `core::memory::contradicts`) are marked superseded by it, and the
     /// facts extracted from them whose subject and relation the newer
     /// drawer restates are ended. Nothing is deleted.
-    fn supersede_contradicted(&self, done: &[Drawer], report: &mut ProcessReport) -> EngineResult<()> {
+    fn supersede_contradicted(
+        &self,
+        done: &[Drawer],
+        neighbours: &Neighbours,
+        report: &mut ProcessReport,
+    ) -> EngineResult<()> {
         let mut pairs: Vec<(Drawer, Drawer)> = Vec::new();
         for drawer in done.iter().filter(|d| d.state == DrawerState::Processed) {
-            for older in self.older_neighbours(drawer, CONFLICT_COSINE, true)? {
+            // Only what was filed strictly before: the order of two
+            // statements of one mining run says nothing about which came later.
+            let earlier =
+                neighbours.get(&drawer.id).into_iter().flatten().filter(|(d, _)| d.filed_at < drawer.filed_at);
+            for (older, _) in earlier {
                 if !mempalace_core::dedup::judge(drawer.content.as_str(), older.content.as_str()).is_duplicate()
                     && !pairs.iter().any(|(o, _)| o.id == older.id)
                 {
-                    pairs.push((older, drawer.clone()));
+                    pairs.push((older.clone(), drawer.clone()));
                 }
             }
         }
@@ -500,28 +526,31 @@ impl Palace {
     /// Ends the open facts cited from `older` whose subject and relation
     /// a fact cited from `newer` restates with another object.
     fn end_contradicted_facts(&self, older: &Drawer, newer: &Drawer) -> EngineResult<usize> {
-        let triples = self.store().triples(self.workspace())?;
-        let from = |drawer: &Drawer| {
-            triples
-                .iter()
-                .filter(|t| t.source_drawer_id.as_ref() == Some(&drawer.id) && t.valid_to.is_none())
-                .collect::<Vec<_>>()
-        };
-        let (old_facts, new_facts) = (from(older), from(newer));
-        let ended_at = newer.filed_at;
+        // A fact's subject is among its drawer's entities: read the facts
+        // about those subjects, not the whole graph.
+        let mut subjects: Vec<String> = newer.entities.iter().map(|name| mempalace_core::kg::entity_id(name)).collect();
+        subjects.sort();
+        subjects.dedup();
         let mut ended = 0;
-        for old in old_facts {
-            if new_facts
-                .iter()
-                .any(|n| n.subject == old.subject && n.predicate == old.predicate && n.object != old.object)
-            {
-                ended += self.store().invalidate_triples(
-                    self.workspace(),
-                    &old.subject,
-                    &old.predicate,
-                    &old.object,
-                    ended_at,
-                )?;
+        for subject in subjects {
+            let facts = self.store().triples_about(self.workspace(), &subject, mempalace_store::Direction::Outgoing)?;
+            let open_from = |drawer: &Drawer| -> Vec<&mempalace_core::kg::Triple> {
+                facts
+                    .iter()
+                    .filter(|t| t.source_drawer_id.as_ref() == Some(&drawer.id) && t.valid_to.is_none())
+                    .collect()
+            };
+            let new_facts = open_from(newer);
+            for old in open_from(older) {
+                if new_facts.iter().any(|n| n.predicate == old.predicate && n.object != old.object) {
+                    ended += self.store().invalidate_triples(
+                        self.workspace(),
+                        &old.subject,
+                        &old.predicate,
+                        &old.object,
+                        newer.filed_at,
+                    )?;
+                }
             }
         }
         Ok(ended)

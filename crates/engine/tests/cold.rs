@@ -3,7 +3,8 @@
 //! raw drawers in their hall, merges a repeat into its cluster, supersedes
 //! an older drawer a newer one contradicts (ending the older one's fact),
 //! and extracts memories from conversations, user-scoped to their owner;
-//! extraction updates and retracts stored memories without deleting any.
+//! extraction updates and retracts stored memories without deleting any;
+//! the injector offers episode abstracts, embedding each once.
 //! The model path is tested through the real client against a local
 //! protocol server in the binary's tests.
 
@@ -112,4 +113,51 @@ fn conversations_yield_scoped_memories_that_later_ones_update(backend: Backend) 
     );
 }
 
-on_both!(the_cold_path_classifies_clusters_and_supersedes, conversations_yield_scoped_memories_that_later_ones_update);
+fn a_contradicted_drawer_s_facts_end(backend: Backend) {
+    let (_fixture, palace) = palace(backend);
+    let old = file(&palace, "shop", "Order Service uses PostgreSQL for its tables.", None, None);
+    palace.process_all("first").unwrap();
+    let open = |object: &str| {
+        palace
+            .kg_query("Order Service", None, mempalace_store::Direction::Outgoing)
+            .unwrap()
+            .iter()
+            .any(|fact| fact.object.eq_ignore_ascii_case(object) && fact.current)
+    };
+    assert!(open("PostgreSQL"), "the older drawer's fact");
+    let new = file(&palace, "shop", "Order Service uses MySQL for its tables now.", None, None);
+    let report = palace.process_all("second").unwrap();
+    assert_eq!(report.superseded, vec![(old, new)], "{report:?}");
+    assert_eq!(report.facts_ended, 1, "{report:?}");
+    assert!(!open("PostgreSQL") && open("MySQL"), "the old fact ended, the new one holds");
+}
+
+fn the_injector_offers_episode_abstracts_and_embeds_them_once(backend: Backend) {
+    let (_fixture, palace) = palace(backend);
+    let session = palace.start_session(None, serde_json::Map::new()).unwrap();
+    file(
+        &palace,
+        "lab",
+        "The conveyor belt jams when the humidity rises above 80 percent. We dried the room and it ran again.",
+        Some(&session.id),
+        None,
+    );
+    let abstract_ = palace.end_session(&session.id, None).unwrap().summary.expect("a summary").l0_abstract;
+    assert_eq!(abstract_, "The conveyor belt jams when the humidity rises above 80 percent.");
+    let cached = || {
+        let hash = mempalace_core::ContentHash::of(&abstract_);
+        palace.store().embeddings_by_hash(palace.workspace(), minilm().model_id(), &[hash]).unwrap().len()
+    };
+    assert_eq!(cached(), 0, "an abstract is no drawer's text");
+    let injected = palace.inject_for("Why does the conveyor belt keep jamming when it is humid?", None).unwrap();
+    let section = injected.section.expect("a section");
+    assert!(section.lines().any(|line| line == format!("- {abstract_}")), "the abstract on its own line: {section}");
+    assert_eq!(cached(), 1, "its vector is kept for the next message");
+}
+
+on_both!(
+    the_cold_path_classifies_clusters_and_supersedes,
+    conversations_yield_scoped_memories_that_later_ones_update,
+    the_injector_offers_episode_abstracts_and_embeds_them_once,
+    a_contradicted_drawer_s_facts_end
+);

@@ -87,16 +87,8 @@ pub struct MineArgs {
     /// Show what would be filed, added and removed; write nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Accepted for the Python MemPalace's write routing; every process writes safely here, so
-    /// there is no daemon to route to.
-    #[arg(long, hide = true, conflicts_with = "direct")]
-    daemon: bool,
-    /// Accepted for the Python MemPalace's write routing (the only mode here).
-    #[arg(long, hide = true)]
-    direct: bool,
-    /// Accepted for the Python MemPalace; run `mempalace mine … &` or a scheduled job instead.
-    #[arg(long, hide = true)]
-    background: bool,
+    #[command(flatten)]
+    routing: super::values::WriteRouting,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -114,9 +106,7 @@ impl MineArgs {
                     .into()
             )),
         };
-        if self.daemon || self.background {
-            output::note("--daemon/--background have no effect here: several processes write one palace safely");
-        }
+        self.routing.note_ignored();
         let since = self.since.as_deref().map(|d| parse_timestamp(d, "--since", DayEdge::Start)).transpose()?;
         Ok(MineOptions {
             mode,

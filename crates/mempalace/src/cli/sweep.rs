@@ -21,15 +21,8 @@ pub struct SweepArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
-    /// Accepted for the Python MemPalace's write routing; every process writes safely here.
-    #[arg(long, hide = true, conflicts_with = "direct")]
-    daemon: bool,
-    /// Accepted for the Python MemPalace's write routing (the only mode here).
-    #[arg(long, hide = true)]
-    direct: bool,
-    /// Accepted for the Python MemPalace; run `mempalace sweep … &` instead.
-    #[arg(long, hide = true)]
-    background: bool,
+    #[command(flatten)]
+    routing: super::values::WriteRouting,
 }
 
 /// The target with its folders resolved (the file keeps its own name, as
@@ -51,9 +44,7 @@ fn resolve(target: &Path) -> Result<PathBuf> {
 
 /// Runs the command.
 pub fn run(palace: &Palace, args: SweepArgs) -> Result<()> {
-    if args.daemon || args.background {
-        output::note("--daemon/--background have no effect here: several processes write one palace safely");
-    }
+    args.routing.note_ignored();
     let target = resolve(&args.target)?;
     let report = mempalace_feed::sweep::sweep(palace, &target)?;
     for path in &report.not_regular {

@@ -110,3 +110,28 @@ mod tests {
         assert!(error.contains("preference") && error.contains("milestone"), "{error}");
     }
 }
+
+/// The Python MemPalace's write-routing flags of `mine` and `sweep`:
+/// accepted, hidden, and without effect (every process writes a palace
+/// safely here; there is no daemon to route to).
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct WriteRouting {
+    /// Accepted for the Python MemPalace's write routing; every process writes safely here.
+    #[arg(long, hide = true, conflicts_with = "direct")]
+    daemon: bool,
+    /// Accepted for the Python MemPalace's write routing (the only mode here).
+    #[arg(long, hide = true)]
+    direct: bool,
+    /// Accepted for the Python MemPalace; run the command with `&`, or a scheduled job, instead.
+    #[arg(long, hide = true)]
+    background: bool,
+}
+
+impl WriteRouting {
+    /// Says on stderr that `--daemon`/`--background` change nothing, when given.
+    pub fn note_ignored(self) {
+        if self.daemon || self.background {
+            crate::output::note("--daemon/--background have no effect here: several processes write one palace safely");
+        }
+    }
+}

@@ -730,3 +730,22 @@ mod real_data {
         );
     }
 }
+
+/// The Python MemPalace's write-routing flags are accepted by `mine` and
+/// `sweep`, change nothing and say so; `--daemon` with `--direct` is a
+/// usage error, as in MemPalace.
+#[test]
+fn write_routing_flags_are_accepted_and_explained() {
+    let sandbox = Sandbox::new();
+    let project = sandbox.dir().join("notes");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("plan.md"), "# Plan\n\nThe pump is serviced every March.\n").unwrap();
+    let project = project.display().to_string();
+    let mined = sandbox.run(&["mine", &project, "--daemon"]);
+    assert!(mined.status.success(), "{}", crate::harness::text(&mined.stderr));
+    assert!(crate::harness::text(&mined.stderr).contains("--daemon/--background have no effect here"));
+    let swept = sandbox.run(&["sweep", &project, "--background"]);
+    assert!(crate::harness::text(&swept.stderr).contains("--daemon/--background have no effect here"));
+    let both = sandbox.run(&["mine", &project, "--daemon", "--direct"]);
+    assert_eq!(crate::harness::code(&both), 2, "{}", crate::harness::text(&both.stderr));
+}
