@@ -178,6 +178,9 @@ vocabulary! {
         Superseded => "superseded",
         /// Soft-deleted, with a reason.
         Invalidated => "invalidated",
+        /// Pruned: importance decayed below the floor with few accesses
+        /// (kept whole, restorable with `restore`).
+        Archived => "archived",
     }
 }
 

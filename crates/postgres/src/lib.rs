@@ -50,8 +50,8 @@ use mempalace_core::{
 };
 use mempalace_store::{
     AppendOutcome, Direction, DrawerFilter, EventFilter, HallCount, HealthCheck, IdentityRecord, KgStats, PalaceRecord,
-    PipelineCounts, PutOutcome, RecordCounts, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy,
-    TripleOutcome, VectorChange,
+    PipelineCounts, PruneCandidate, PutOutcome, RecordCounts, SessionActivity, StorageInfo, StoreError, StoreRead,
+    StoreResult, StoreWrite, Taxonomy, TripleOutcome, VectorChange,
 };
 
 use crate::error::Context;
@@ -456,6 +456,28 @@ impl StoreRead for PgStore {
         self.run(self.read(async |tx| work::pipeline_counts(tx, workspace, &now).await))
     }
 
+    fn session_activity(
+        &self,
+        workspace: &WorkspaceId,
+        idle_before: Timestamp,
+        except_wing: Option<&str>,
+    ) -> StoreResult<Vec<SessionActivity>> {
+        self.run(self.read(async |tx| work::session_activity(tx, workspace, &idle_before, except_wing).await))
+    }
+
+    fn prune_candidates(
+        &self,
+        workspace: &WorkspaceId,
+        below: f64,
+        max_accesses: u64,
+        filed_before: Timestamp,
+        keep: u64,
+    ) -> StoreResult<Vec<PruneCandidate>> {
+        self.run(
+            self.read(async |tx| work::prune_candidates(tx, workspace, below, max_accesses, &filed_before, keep).await),
+        )
+    }
+
     fn vector_search(
         &self,
         workspace: &WorkspaceId,
@@ -654,6 +676,17 @@ impl StoreWrite for PgStore {
 
     fn expire_episodic_summaries(&self, workspace: &WorkspaceId, now: Timestamp) -> StoreResult<usize> {
         self.run(self.write(async |tx| work::expire_episodic_summaries(tx, workspace, &now).await))
+    }
+
+    fn save_episodic_summary(&self, summary: &EpisodicSummary) -> StoreResult<()> {
+        self.run(self.write(async |tx| work::save_episodic_summary(tx, summary).await))
+    }
+
+    fn mark_episodes_promoted(&self, workspace: &WorkspaceId, ids: &[String], at: Timestamp) -> StoreResult<usize> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        self.run(self.write(async |tx| work::mark_episodes_promoted(tx, workspace, ids, &at).await))
     }
 
     fn try_start_job(&self, job: &str, tick: i64, holder: &str, _lease: Duration, now: Timestamp) -> StoreResult<bool> {

@@ -307,12 +307,18 @@ pub(crate) async fn touch_access(
     let texts: Vec<&str> = ids.iter().map(DrawerId::as_str).collect();
     let stmt = tx
         .prepare_cached(
-            "UPDATE drawers SET last_accessed_at = $1, access_count = access_count + 1 \
+            "UPDATE drawers SET importance = CASE WHEN last_accessed_at IS NULL OR last_accessed_at < $4 \
+             THEN least(importance + $5, 5.0) ELSE importance END, \
+             last_accessed_at = $1, access_count = access_count + 1 \
              WHERE workspace_id = $2 AND id = ANY($3)",
         )
         .await
         .ctx("tracking access")?;
-    let touched = tx.execute(&stmt, &[at, &workspace.as_str(), &texts]).await.ctx("tracking access")?;
+    let reinforce_before = *at - mempalace_store::REINFORCE_EVERY;
+    let touched = tx
+        .execute(&stmt, &[at, &workspace.as_str(), &texts, &reinforce_before, &mempalace_store::REINFORCE_STEP])
+        .await
+        .ctx("tracking access")?;
     Ok(usize::try_from(touched).unwrap_or(usize::MAX))
 }
 

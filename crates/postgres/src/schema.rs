@@ -12,13 +12,14 @@ use mempalace_store::{StoreError, StoreResult};
 use crate::error::Context;
 
 /// The highest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// Migrations, oldest first: (version reached, SQL).
 const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("migrations/0001_palace.sql")),
     (2, include_str!("migrations/0002_coordination.sql")),
     (3, include_str!("migrations/0003_pipeline_counts.sql")),
+    (4, include_str!("migrations/0004_archive.sql")),
 ];
 
 /// The schema version of the connected schema (0 before the first migration).

@@ -20,13 +20,14 @@
 //! the lock before a slower process reaches the same tick.
 
 use deadpool_postgres::Transaction;
+use mempalace_core::session::EpisodicSummary;
 use mempalace_core::{Drawer, DrawerId, Timestamp, WorkspaceId};
-use mempalace_store::{JobRun, PipelineCounts, StoreError, StoreResult};
+use mempalace_store::{JobRun, PipelineCounts, PruneCandidate, SessionActivity, StoreError, StoreResult};
 use serde_json::Value;
 
 use crate::error::Context;
 use crate::records::attach_tags;
-use crate::row::{drawer_columns_of, drawer_from_row, limit, vocab};
+use crate::row::{drawer_columns_of, drawer_from_row, drawer_id, limit, vocab};
 
 pub(crate) async fn decay_importance(
     tx: &Transaction<'_>,
@@ -45,6 +46,129 @@ pub(crate) async fn decay_importance(
         )
         .await
         .ctx("decaying importance")?;
+    Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+}
+
+pub(crate) async fn session_activity(
+    tx: &Transaction<'_>,
+    workspace: &WorkspaceId,
+    idle_before: &Timestamp,
+    except_wing: Option<&str>,
+) -> StoreResult<Vec<SessionActivity>> {
+    let rows = tx
+        .query(
+            "SELECT session_id, count(*), min(filed_at), max(filed_at), max(owner_user_id), max(added_by_agent) \
+             FROM drawers WHERE workspace_id = $1 AND session_id IS NOT NULL AND status = 'active' \
+             AND ($3::text IS NULL OR wing <> $3) GROUP BY session_id HAVING max(filed_at) < $2 \
+             ORDER BY max(filed_at), session_id",
+            &[&workspace.as_str(), idle_before, &except_wing],
+        )
+        .await
+        .ctx("reading session activity")?;
+    Ok(rows
+        .into_iter()
+        .map(|row| SessionActivity {
+            session_id: row.get(0),
+            drawers: u64::try_from(row.get::<_, i64>(1)).unwrap_or(0),
+            first_filed_at: row.get(2),
+            last_filed_at: row.get(3),
+            owner_user_id: row.get(4),
+            agent: row.get(5),
+        })
+        .collect())
+}
+
+pub(crate) async fn prune_candidates(
+    tx: &Transaction<'_>,
+    workspace: &WorkspaceId,
+    below: f64,
+    max_accesses: u64,
+    filed_before: &Timestamp,
+    keep: u64,
+) -> StoreResult<Vec<PruneCandidate>> {
+    let c = "finding drawers to prune";
+    let active: i64 = tx
+        .query_one(
+            "SELECT coalesce(sum(drawers), 0)::bigint FROM room_counts WHERE workspace_id = $1",
+            &[&workspace.as_str()],
+        )
+        .await
+        .ctx(c)?
+        .get(0);
+    let room = u64::try_from(active).unwrap_or(0).saturating_sub(keep);
+    if room == 0 {
+        return Ok(Vec::new());
+    }
+    let rows = tx
+        .query(
+            "SELECT id, importance, access_count FROM drawers WHERE workspace_id = $1 AND status = 'active' \
+             AND importance < $2 AND access_count < $3 AND filed_at < $4 ORDER BY importance, filed_at, id LIMIT $5",
+            &[
+                &workspace.as_str(),
+                &below,
+                &i64::try_from(max_accesses).unwrap_or(i64::MAX),
+                filed_before,
+                &i64::try_from(room).unwrap_or(i64::MAX),
+            ],
+        )
+        .await
+        .ctx(c)?;
+    rows.into_iter()
+        .map(|row| {
+            Ok(PruneCandidate {
+                id: drawer_id(row.get(0))?,
+                importance: row.get(1),
+                access_count: u64::try_from(row.get::<_, i64>(2)).unwrap_or(0),
+            })
+        })
+        .collect()
+}
+
+pub(crate) async fn save_episodic_summary(tx: &Transaction<'_>, summary: &EpisodicSummary) -> StoreResult<()> {
+    crate::records::ensure_workspace(tx, &summary.workspace_id, &summary.created_at).await?;
+    let topics = Value::Array(summary.key_topics.iter().cloned().map(Value::String).collect());
+    tx.execute(
+        "INSERT INTO episodic_summaries (workspace_id, id, session_id, source_id, agent, user_id, summary, \
+         l0_abstract, key_topics, created_at, expires_at, promoted_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+         ON CONFLICT (workspace_id, id) DO UPDATE SET session_id = excluded.session_id, \
+         source_id = excluded.source_id, agent = excluded.agent, user_id = excluded.user_id, \
+         summary = excluded.summary, l0_abstract = excluded.l0_abstract, key_topics = excluded.key_topics, \
+         created_at = excluded.created_at, expires_at = excluded.expires_at, promoted_at = excluded.promoted_at",
+        &[
+            &summary.workspace_id.as_str(),
+            &summary.id,
+            &summary.session_id,
+            &summary.source_id,
+            &summary.agent,
+            &summary.user_id,
+            &summary.summary,
+            &summary.l0_abstract,
+            &topics,
+            &summary.created_at,
+            &summary.expires_at,
+            &summary.promoted_at,
+        ],
+    )
+    .await
+    .ctx("saving an episodic summary")?;
+    Ok(())
+}
+
+pub(crate) async fn mark_episodes_promoted(
+    tx: &Transaction<'_>,
+    workspace: &WorkspaceId,
+    ids: &[String],
+    at: &Timestamp,
+) -> StoreResult<usize> {
+    let changed = tx
+        .execute(
+            "UPDATE episodic_summaries SET promoted_at = $3 \
+             WHERE workspace_id = $1 AND id = ANY($2) AND promoted_at IS NULL",
+            &[&workspace.as_str(), &ids, at],
+        )
+        .await
+        .ctx("marking episodes promoted")?;
     Ok(usize::try_from(changed).unwrap_or(usize::MAX))
 }
 

@@ -41,8 +41,8 @@ use mempalace_core::{
 };
 use mempalace_store::{
     AppendOutcome, Direction, DrawerFilter, EventFilter, HallCount, HealthCheck, IdentityRecord, KgStats, PalaceRecord,
-    PipelineCounts, PutOutcome, RecordCounts, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy,
-    TripleOutcome, VectorChange,
+    PipelineCounts, PruneCandidate, PutOutcome, RecordCounts, SessionActivity, StorageInfo, StoreError, StoreRead,
+    StoreResult, StoreWrite, Taxonomy, TripleOutcome, VectorChange,
 };
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
@@ -393,6 +393,26 @@ impl StoreRead for SqliteStore {
     fn pipeline_counts(&self, workspace: &WorkspaceId, now: Timestamp) -> StoreResult<PipelineCounts> {
         self.read(|conn| work::pipeline_counts(conn, workspace, &now))
     }
+
+    fn session_activity(
+        &self,
+        workspace: &WorkspaceId,
+        idle_before: Timestamp,
+        except_wing: Option<&str>,
+    ) -> StoreResult<Vec<SessionActivity>> {
+        self.read(|conn| work::session_activity(conn, workspace, &idle_before, except_wing))
+    }
+
+    fn prune_candidates(
+        &self,
+        workspace: &WorkspaceId,
+        below: f64,
+        max_accesses: u64,
+        filed_before: Timestamp,
+        keep: u64,
+    ) -> StoreResult<Vec<PruneCandidate>> {
+        self.read(|conn| work::prune_candidates(conn, workspace, below, max_accesses, &filed_before, keep))
+    }
 }
 
 impl StoreWrite for SqliteStore {
@@ -547,6 +567,17 @@ impl StoreWrite for SqliteStore {
 
     fn expire_episodic_summaries(&self, workspace: &WorkspaceId, now: Timestamp) -> StoreResult<usize> {
         self.write(|tx| work::expire_episodic_summaries(tx, workspace, &now))
+    }
+
+    fn save_episodic_summary(&self, summary: &EpisodicSummary) -> StoreResult<()> {
+        self.write(|tx| work::save_episodic_summary(tx, summary))
+    }
+
+    fn mark_episodes_promoted(&self, workspace: &WorkspaceId, ids: &[String], at: Timestamp) -> StoreResult<usize> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        self.write(|tx| work::mark_episodes_promoted(tx, workspace, ids, &at))
     }
 
     fn try_start_job(&self, job: &str, tick: i64, holder: &str, lease: Duration, now: Timestamp) -> StoreResult<bool> {

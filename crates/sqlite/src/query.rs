@@ -311,8 +311,24 @@ pub(crate) fn touch_access(
              WHERE workspace_id = ? AND id IN ({})",
             vec!["?"; chunk.len()].join(", ")
         );
+        // Reinforcement first, as its own statement: it reads the previous
+        // access time, and only the drawers it raises count as changed
+        // (the revision trigger fires on any UPDATE naming `importance`).
+        let reinforce = format!(
+            "UPDATE drawers SET importance = min(importance + ?, 5.0) WHERE workspace_id = ? \
+             AND (last_accessed_at IS NULL OR last_accessed_at < ?) AND importance < 5.0 AND id IN ({})",
+            vec!["?"; chunk.len()].join(", ")
+        );
+        let ids = chunk.iter().map(|id| SqlValue::Text(id.to_string()));
+        let mut values = vec![
+            SqlValue::Real(mempalace_store::REINFORCE_STEP),
+            SqlValue::Text(workspace.to_string()),
+            SqlValue::Text(ts(&(*at - mempalace_store::REINFORCE_EVERY))),
+        ];
+        values.extend(ids.clone());
+        tx.prepare_cached(&reinforce).and_then(|mut s| s.execute(params_from_iter(values))).ctx("reinforcing")?;
         let mut values = vec![SqlValue::Text(ts(at)), SqlValue::Text(workspace.to_string())];
-        values.extend(chunk.iter().map(|id| SqlValue::Text(id.to_string())));
+        values.extend(ids);
         touched +=
             tx.prepare_cached(&sql).and_then(|mut s| s.execute(params_from_iter(values))).ctx("tracking access")?;
     }

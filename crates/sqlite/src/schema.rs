@@ -18,7 +18,7 @@ use crate::error::Context;
 pub(crate) const APPLICATION_ID: i32 = 0x6d70_6c63;
 
 /// The highest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 8;
+pub const SCHEMA_VERSION: u32 = 9;
 
 /// Migrations, oldest first: (version reached, SQL).
 const MIGRATIONS: &[(u32, &str)] = &[
@@ -30,6 +30,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (6, include_str!("migrations/0006_work.sql")),
     (7, include_str!("migrations/0007_coordination.sql")),
     (8, include_str!("migrations/0008_pipeline_counts.sql")),
+    (9, include_str!("migrations/0009_archive.sql")),
 ];
 
 /// Refuses a file that is not a palace, without writing to it. An empty
@@ -123,6 +124,9 @@ pub(crate) fn migrate(conn: &mut Connection, options: &SqliteOptions) -> StoreRe
                 // Entity ids are hashes of normalised names: computed here, not in SQL.
                 crate::kg::rebuild_mentions(tx)?;
             }
+            if *target == 9 {
+                allow_archived_status(tx)?;
+            }
             tx.execute(
                 "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
                 rusqlite::params![target, now],
@@ -140,6 +144,30 @@ pub(crate) fn migrate(conn: &mut Connection, options: &SqliteOptions) -> StoreRe
         tx.pragma_update(None, "user_version", SCHEMA_VERSION).ctx("setting user_version")?;
         Ok(())
     })
+}
+
+/// Finishes migration 9, which rewrote the stored definition of `drawers`:
+/// checks that the constraint now names 'archived', bumps `schema_version`
+/// so every connection re-reads the schema, and has SQLite check the
+/// rewritten schema before the transaction commits.
+fn allow_archived_status(tx: &rusqlite::Transaction<'_>) -> StoreResult<()> {
+    let sql: String = tx
+        .query_row("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'drawers'", [], |row| row.get(0))
+        .ctx("reading the drawers table definition")?;
+    if !sql.contains("'invalidated', 'archived'") {
+        return Err(StoreError::Io {
+            detail: "the drawers table of this palace has an unexpected definition; migration 9 (archive) cannot \
+                     extend its status check. Export the palace and import it into a new one"
+                .to_string(),
+        });
+    }
+    let version: i64 = tx.query_row("PRAGMA schema_version", [], |row| row.get(0)).ctx("reading schema_version")?;
+    tx.pragma_update(None, "schema_version", version + 1).ctx("bumping schema_version")?;
+    let check: String = tx.query_row("PRAGMA quick_check", [], |row| row.get(0)).ctx("checking the schema")?;
+    if check != "ok" {
+        return Err(StoreError::Io { detail: format!("the palace failed its check after migration 9: {check}") });
+    }
+    Ok(())
 }
 
 /// The wall clock, for migration bookkeeping only (rows never get their
@@ -176,6 +204,47 @@ mod tests {
         assert_eq!(applied, MIGRATIONS.len() as i64);
         drop(conn);
         check_existing(&path, false).unwrap();
+    }
+
+    #[test]
+    fn a_palace_of_version_8_gains_the_archived_status_and_keeps_its_drawers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("palace.db");
+        let mut conn = Connection::open(&path).unwrap();
+        configure(&conn, true).unwrap();
+        let tx = conn.transaction().unwrap();
+        for (target, sql) in MIGRATIONS.iter().filter(|(target, _)| *target <= 8) {
+            tx.execute_batch(sql).unwrap();
+            tx.execute(
+                "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, '2026-01-01T00:00:00Z')",
+                [target],
+            )
+            .unwrap();
+        }
+        tx.pragma_update(None, "user_version", 8).unwrap();
+        tx.pragma_update(None, "application_id", APPLICATION_ID).unwrap();
+        tx.execute_batch(
+            "INSERT INTO workspaces (id, created_at) VALUES ('default', '2026-01-01T00:00:00Z');
+             INSERT INTO drawers (workspace_id, id, wing, room, content, content_hash, added_by, filed_at, updated_at)
+                 VALUES ('default', 'drawer_w_r_1', 'w', 'r', 'kept through the upgrade', 'h', 't',
+                         '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z');",
+        )
+        .unwrap();
+        tx.commit().unwrap();
+        let refused = conn.execute("UPDATE drawers SET status = 'archived'", []);
+        assert!(refused.is_err(), "version 8 knows no archive");
+
+        let options = SqliteOptions::default();
+        migrate(&mut conn, &options).unwrap();
+        assert_eq!(current_version(&conn).unwrap(), SCHEMA_VERSION);
+        // A second connection, opened before or after, sees the new constraint.
+        let other = Connection::open(&path).unwrap();
+        assert_eq!(other.execute("UPDATE drawers SET status = 'archived'", []).unwrap(), 1);
+        assert!(other.execute("UPDATE drawers SET status = 'lost'", []).is_err(), "the check still holds");
+        let content: String = conn.query_row("SELECT content FROM drawers", [], |r| r.get(0)).unwrap();
+        assert_eq!(content, "kept through the upgrade");
+        let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+        assert_eq!(check, "ok");
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //! A job's lock is a row with a lease: a crashed holder blocks the job only
 //! until the lease ends.
 
+use mempalace_core::session::EpisodicSummary;
 use mempalace_core::{Drawer, DrawerId, Timestamp, WorkspaceId};
-use mempalace_store::{JobRun, PipelineCounts, StoreError, StoreResult};
+use mempalace_store::{JobRun, PipelineCounts, PruneCandidate, SessionActivity, StoreError, StoreResult};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use crate::error::Context;
@@ -227,6 +228,127 @@ pub(crate) fn decay_importance(
     )
     .and_then(|mut stmt| stmt.execute(params![workspace.as_str(), ts(filed_before), ts(idle_since), factor, floor]))
     .ctx("decaying importance")
+}
+
+pub(crate) fn session_activity(
+    conn: &Connection,
+    workspace: &WorkspaceId,
+    idle_before: &Timestamp,
+    except_wing: Option<&str>,
+) -> StoreResult<Vec<SessionActivity>> {
+    let c = "reading session activity";
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT session_id, count(*), min(filed_at), max(filed_at), max(owner_user_id), max(added_by_agent) \
+             FROM drawers WHERE workspace_id = ?1 AND session_id IS NOT NULL AND status = 'active' \
+             AND (?3 IS NULL OR wing <> ?3) GROUP BY session_id HAVING max(filed_at) < ?2 \
+             ORDER BY max(filed_at), session_id",
+        )
+        .ctx(c)?;
+    let mut rows = stmt.query(params![workspace.as_str(), ts(idle_before), except_wing]).ctx(c)?;
+    let mut sessions = Vec::new();
+    while let Some(row) = rows.next().ctx(c)? {
+        let count: i64 = row.get(1).ctx(c)?;
+        sessions.push(SessionActivity {
+            session_id: row.get(0).ctx(c)?,
+            drawers: u64::try_from(count).unwrap_or(0),
+            first_filed_at: parse_ts(&row.get::<_, String>(2).ctx(c)?, "first_filed_at")?,
+            last_filed_at: parse_ts(&row.get::<_, String>(3).ctx(c)?, "last_filed_at")?,
+            owner_user_id: row.get(4).ctx(c)?,
+            agent: row.get(5).ctx(c)?,
+        });
+    }
+    Ok(sessions)
+}
+
+pub(crate) fn prune_candidates(
+    conn: &Connection,
+    workspace: &WorkspaceId,
+    below: f64,
+    max_accesses: u64,
+    filed_before: &Timestamp,
+    keep: u64,
+) -> StoreResult<Vec<PruneCandidate>> {
+    let c = "finding drawers to prune";
+    let active: i64 = conn
+        .prepare_cached("SELECT coalesce(sum(drawers), 0) FROM room_counts WHERE workspace_id = ?1")
+        .and_then(|mut stmt| stmt.query_row(params![workspace.as_str()], |row| row.get(0)))
+        .ctx(c)?;
+    let room = u64::try_from(active).unwrap_or(0).saturating_sub(keep);
+    if room == 0 {
+        return Ok(Vec::new());
+    }
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, importance, access_count FROM drawers WHERE workspace_id = ?1 AND status = 'active' \
+             AND importance < ?2 AND access_count < ?3 AND filed_at < ?4 ORDER BY importance, filed_at, id LIMIT ?5",
+        )
+        .ctx(c)?;
+    let limit = i64::try_from(room).unwrap_or(i64::MAX);
+    let accesses = i64::try_from(max_accesses).unwrap_or(i64::MAX);
+    let mut rows = stmt.query(params![workspace.as_str(), below, accesses, ts(filed_before), limit]).ctx(c)?;
+    let mut found = Vec::new();
+    while let Some(row) = rows.next().ctx(c)? {
+        let id: String = row.get(0).ctx(c)?;
+        let count: i64 = row.get(2).ctx(c)?;
+        found.push(PruneCandidate {
+            id: DrawerId::parse(&id)
+                .map_err(|error| StoreError::Corrupt { detail: format!("drawer id {id}: {error}") })?,
+            importance: row.get(1).ctx(c)?,
+            access_count: u64::try_from(count).unwrap_or(0),
+        });
+    }
+    Ok(found)
+}
+
+pub(crate) fn save_episodic_summary(tx: &Transaction<'_>, summary: &EpisodicSummary) -> StoreResult<()> {
+    crate::records::ensure_workspace(tx, &summary.workspace_id, &summary.created_at)?;
+    tx.prepare_cached(
+        "INSERT INTO episodic_summaries (workspace_id, id, session_id, source_id, agent, user_id, summary, \
+         l0_abstract, key_topics, created_at, expires_at, promoted_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
+         ON CONFLICT (workspace_id, id) DO UPDATE SET session_id = excluded.session_id, \
+         source_id = excluded.source_id, agent = excluded.agent, user_id = excluded.user_id, \
+         summary = excluded.summary, l0_abstract = excluded.l0_abstract, key_topics = excluded.key_topics, \
+         created_at = excluded.created_at, expires_at = excluded.expires_at, promoted_at = excluded.promoted_at",
+    )
+    .and_then(|mut stmt| {
+        stmt.execute(params![
+            summary.workspace_id.as_str(),
+            summary.id,
+            summary.session_id,
+            summary.source_id,
+            summary.agent,
+            summary.user_id,
+            summary.summary,
+            summary.l0_abstract,
+            to_json_text(&summary.key_topics),
+            ts(&summary.created_at),
+            summary.expires_at.as_ref().map(ts),
+            summary.promoted_at.as_ref().map(ts),
+        ])
+    })
+    .ctx("saving an episodic summary")?;
+    Ok(())
+}
+
+pub(crate) fn mark_episodes_promoted(
+    tx: &Transaction<'_>,
+    workspace: &WorkspaceId,
+    ids: &[String],
+    at: &Timestamp,
+) -> StoreResult<usize> {
+    let mut changed = 0;
+    for id in ids {
+        changed += tx
+            .prepare_cached(
+                "UPDATE episodic_summaries SET promoted_at = ?3 \
+                 WHERE workspace_id = ?1 AND id = ?2 AND promoted_at IS NULL",
+            )
+            .and_then(|mut stmt| stmt.execute(params![workspace.as_str(), id, ts(at)]))
+            .ctx("marking episodes promoted")?;
+    }
+    Ok(changed)
 }
 
 pub(crate) fn expire_episodic_summaries(

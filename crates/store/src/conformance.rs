@@ -55,6 +55,7 @@ macro_rules! conformance_suite {
             check_periodic_jobs,
             check_pipeline_counts,
             check_maintenance,
+            check_consolidation,
             check_events_round_trip_and_filters,
             check_event_artifacts_and_references,
         );
@@ -654,12 +655,16 @@ pub fn check_vector_change_feed(store: &dyn Store) {
     assert_eq!(after_insert, changes[1].rev);
     assert!(store.vector_changes(&ws, "other-model", start, 100).expect("changes").iter().all(|c| c.vector.is_none()));
 
+    // A first access reinforces the drawer's importance: a change.
+    store.touch_access(&ws, std::slice::from_ref(&b.id), at("2025-01-31T00:00:00Z")).expect("touch");
     store.set_embeddings(&ws, &[(b.id.clone(), Embedding { model: "m".into(), vector: vec![0.0, 1.0] })]).expect("set");
     store.set_drawer_status(&ws, &a.id, DrawerStatus::Invalidated, None, at("2025-02-01T00:00:00Z")).expect("hide");
-    store.touch_access(&ws, std::slice::from_ref(&b.id), at("2025-02-02T00:00:00Z")).expect("touch");
+    let hidden = store.revision().expect("revision");
+    store.touch_access(&ws, std::slice::from_ref(&b.id), at("2025-01-31T01:00:00Z")).expect("touch");
+    assert_eq!(store.revision().expect("revision"), hidden, "access tracking without reinforcement is not a change");
     let changes = store.vector_changes(&ws, "m", after_insert, 100).expect("changes");
     let summary: Vec<(DrawerId, bool)> = changes.iter().map(|c| (c.id.clone(), c.vector.is_some())).collect();
-    assert_eq!(summary, vec![(b.id.clone(), true), (a.id.clone(), false)], "access tracking is not a change");
+    assert_eq!(summary, vec![(b.id.clone(), true), (a.id.clone(), false)], "one entry per drawer, latest change last");
 
     let before_delete = store.revision().expect("revision");
     store.delete_drawer(&ws, &b.id).expect("delete");
@@ -909,6 +914,134 @@ pub fn check_maintenance(store: &dyn Store) {
     assert_all_healthy(store);
 }
 
+/// Consolidation's store operations: session activity grouped from the
+/// drawers (idle sessions only, active drawers only, a wing left out),
+/// summaries saved again in place and promoted once, access that
+/// reinforces once a day, and prune candidates that leave `keep` drawers
+/// and skip the accessed, the recent and the important; an archived
+/// drawer leaves searches and counts and comes back on restore.
+pub fn check_consolidation(store: &dyn Store) {
+    let ws = workspace("default");
+    let in_session = |text: &str, session: &str, filed: &str| {
+        let mut d = drawer(&ws, "chat", "r", text);
+        d.session_id = Some(session.into());
+        d.filed_at = at(filed);
+        d.owner_user_id = Some("alex".into());
+        d
+    };
+    let mut memory = in_session("a memory read from session one", "one", "2025-03-01T12:00:00Z");
+    memory.wing = Wing::parse("memories").expect("wing");
+    let mut gone = in_session("a deleted line of session one", "one", "2025-03-01T13:00:00Z");
+    gone.status = DrawerStatus::Invalidated;
+    let drawers = vec![
+        in_session("first line of session one", "one", "2025-03-01T10:00:00Z"),
+        in_session("second line of session one", "one", "2025-03-01T10:05:00Z"),
+        in_session("session two is still going", "two", "2025-03-01T11:50:00Z"),
+        memory,
+        gone,
+        drawer(&ws, "notes", "r", "no session at all"),
+    ];
+    store.put_drawers(&drawers).expect("put");
+    let idle = store.session_activity(&ws, at("2025-03-01T11:30:00Z"), Some("memories")).expect("activity");
+    assert_eq!(idle.len(), 1, "session two is not idle yet: {idle:?}");
+    assert_eq!(
+        (idle[0].session_id.as_str(), idle[0].drawers, idle[0].owner_user_id.as_deref()),
+        ("one", 2, Some("alex"))
+    );
+    assert_eq!(
+        (idle[0].first_filed_at, idle[0].last_filed_at),
+        (at("2025-03-01T10:00:00Z"), at("2025-03-01T10:05:00Z"))
+    );
+    let all = store.session_activity(&ws, at("2025-03-02T00:00:00Z"), None).expect("activity");
+    let counts: Vec<(&str, u64)> = all.iter().map(|a| (a.session_id.as_str(), a.drawers)).collect();
+    assert_eq!(
+        counts,
+        vec![("two", 1), ("one", 3)],
+        "least recently active first; the memory counts without the filter"
+    );
+    assert!(
+        store.session_activity(&workspace("other"), at("2025-03-02T00:00:00Z"), None).expect("activity").is_empty()
+    );
+
+    let mut summary = EpisodicSummary {
+        workspace_id: ws.clone(),
+        id: "episode_one".into(),
+        session_id: "one".into(),
+        source_id: Some("one:2".into()),
+        agent: None,
+        user_id: Some("alex".into()),
+        summary: "first".into(),
+        l0_abstract: "first".into(),
+        key_topics: vec!["Alex".into()],
+        created_at: at("2025-03-01T12:00:00Z"),
+        expires_at: Some(at("2025-06-01T12:00:00Z")),
+        promoted_at: None,
+    };
+    store.save_episodic_summary(&summary).expect("save");
+    summary.summary = "first, then more".into();
+    summary.source_id = Some("one:3".into());
+    store.save_episodic_summary(&summary).expect("save again");
+    assert_eq!(store.episodic_summaries(&ws).expect("read"), vec![summary.clone()], "saved in place");
+    let ids = vec!["episode_one".to_string(), "no_such_episode".to_string()];
+    assert_eq!(store.mark_episodes_promoted(&ws, &ids, at("2025-03-02T00:00:00Z")).expect("promote"), 1);
+    assert_eq!(store.mark_episodes_promoted(&ws, &ids, at("2025-03-03T00:00:00Z")).expect("promote"), 0, "once");
+    let promoted = store.episodic_summaries(&ws).expect("read");
+    assert_eq!(promoted[0].promoted_at, Some(at("2025-03-02T00:00:00Z")));
+    assert_eq!(store.mark_episodes_promoted(&workspace("other"), &ids, at("2025-03-04T00:00:00Z")).expect("p"), 0);
+
+    let read = &drawers[0];
+    let importance = |id: &DrawerId| store.drawer(&ws, id).expect("read").expect("present").importance.get();
+    store.touch_access(&ws, std::slice::from_ref(&read.id), at("2025-03-05T10:00:00Z")).expect("touch");
+    assert!((importance(&read.id) - (3.0 + crate::REINFORCE_STEP)).abs() < 1e-9, "a first access reinforces");
+    store.touch_access(&ws, std::slice::from_ref(&read.id), at("2025-03-05T18:00:00Z")).expect("touch");
+    assert!((importance(&read.id) - (3.0 + crate::REINFORCE_STEP)).abs() < 1e-9, "once a day");
+    store.touch_access(&ws, std::slice::from_ref(&read.id), at("2025-03-06T19:00:00Z")).expect("touch");
+    assert!((importance(&read.id) - (3.0 + 2.0 * crate::REINFORCE_STEP)).abs() < 1e-9, "the next day again");
+
+    let prune_ws = workspace("prune");
+    let mut faded: Vec<Drawer> = (0..5)
+        .map(|i| {
+            let mut d = drawer(&prune_ws, "w", "r", &format!("faded note number {i}"));
+            d.importance = Importance::new(0.3 + f64::from(i) * 0.01).expect("importance");
+            d
+        })
+        .collect();
+    faded[4].access_count = 3;
+    let mut recent = drawer(&prune_ws, "w", "r", "a faded note filed recently");
+    recent.importance = Importance::new(0.3).expect("importance");
+    recent.filed_at = at("2025-03-20T00:00:00Z");
+    let strong = drawer(&prune_ws, "w", "r", "an important note");
+    store.put_drawers(&faded).expect("put");
+    store.put_drawers(&[recent, strong]).expect("put");
+    let before = at("2025-03-10T00:00:00Z");
+    let candidates = store.prune_candidates(&prune_ws, 0.5, 3, before, 2).expect("candidates");
+    let found: Vec<&DrawerId> = candidates.iter().map(|c| &c.id).collect();
+    assert_eq!(
+        found,
+        faded[..4].iter().map(|d| &d.id).collect::<Vec<_>>(),
+        "least important first; no accessed, recent or strong"
+    );
+    assert!((candidates[0].importance - 0.3).abs() < 1e-9);
+    let kept = store.prune_candidates(&prune_ws, 0.5, 3, before, 5).expect("candidates");
+    assert_eq!(kept.len(), 2, "7 active drawers, keep 5: two may go");
+    assert!(store.prune_candidates(&prune_ws, 0.5, 3, before, 7).expect("candidates").is_empty());
+
+    let archived = &faded[0].id;
+    assert!(store.set_drawer_status(&prune_ws, archived, DrawerStatus::Archived, Some("pruned"), before).expect("s"));
+    let stored = store.drawer(&prune_ws, archived).expect("read").expect("kept whole");
+    assert_eq!((stored.status, stored.status_reason.as_deref()), (DrawerStatus::Archived, Some("pruned")));
+    assert_eq!(stored.content, faded[0].content);
+    let in_rooms = |store: &dyn Store| -> u64 { store.taxonomy(&prune_ws).expect("taxonomy").total_drawers };
+    assert_eq!(in_rooms(store), 6, "an archived drawer leaves the counts");
+    let hits = store.lexical_search(&prune_ws, &["faded".to_string()], &DrawerFilter::default(), 10).expect("search");
+    assert!(hits.iter().all(|(id, _)| id != archived), "and the searches");
+    let counts = store.pipeline_counts(&prune_ws, before).expect("counts");
+    assert!(counts.by_status.contains(&(DrawerStatus::Archived, 1)));
+    assert!(store.set_drawer_status(&prune_ws, archived, DrawerStatus::Active, None, before).expect("restore"));
+    assert_eq!(in_rooms(store), 7, "restored");
+    assert_all_healthy(store);
+}
+
 /// Periodic jobs: one run per tick, one holder at a time, a lease that
 /// ends a dead holder's lock (for backends that need one).
 pub fn check_periodic_jobs(store: &dyn Store) {
@@ -942,7 +1075,7 @@ pub fn check_pipeline_counts(store: &dyn Store) {
         d
     };
     use DrawerState::{Failed, Merged, Processed, Raw};
-    use DrawerStatus::{Active, Invalidated, Superseded};
+    use DrawerStatus::{Active, Archived, Invalidated, Superseded};
     use PipelineTier::{Centroid as ByCentroid, Heuristic, Llm};
     let mut raw: Vec<Drawer> = (0..4)
         .map(|i| {
@@ -995,7 +1128,7 @@ pub fn check_pipeline_counts(store: &dyn Store) {
     let expected = PipelineCounts {
         by_state: vec![(Raw, 3), (Processed, 6), (Merged, 1), (Failed, 1)],
         by_tier: vec![(Heuristic, 2), (ByCentroid, 1), (Llm, 8)],
-        by_status: vec![(Active, 8), (Superseded, 2), (Invalidated, 1)],
+        by_status: vec![(Active, 8), (Superseded, 2), (Invalidated, 1), (Archived, 0)],
         claimed: 1,
         memories: 2,
         last_runs: vec![

@@ -26,8 +26,8 @@ pub mod conformance;
 pub use error::{StoreError, StoreResult};
 pub use record::{
     AppendOutcome, Direction, DrawerFilter, EventFilter, HallCount, HealthCheck, IdentityRecord, JobRun, KgStats,
-    PalaceRecord, PipelineCounts, PutOutcome, RecordCounts, StorageInfo, Taxonomy, TripleOutcome, VectorChange,
-    WingCount,
+    PalaceRecord, PipelineCounts, PruneCandidate, PutOutcome, RecordCounts, SessionActivity, StorageInfo, Taxonomy,
+    TripleOutcome, VectorChange, WingCount,
 };
 
 use mempalace_core::centroid::Centroid;
@@ -36,6 +36,11 @@ use mempalace_core::kg::{Entity, Triple};
 use mempalace_core::session::{EpisodicSummary, Session};
 use mempalace_core::tunnel::Tunnel;
 use std::collections::HashMap;
+
+/// Importance an access adds (see [`StoreWrite::touch_access`]).
+pub const REINFORCE_STEP: f64 = 0.1;
+/// An access reinforces a drawer at most once in this long.
+pub const REINFORCE_EVERY: chrono::TimeDelta = chrono::TimeDelta::days(1);
 
 use mempalace_core::{
     Content, ContentHash, Drawer, DrawerId, DrawerStatus, Embedding, Identity, Timestamp, WorkspaceId,
@@ -218,6 +223,30 @@ pub trait StoreRead: Send + Sync {
     /// (and the room-count aggregate for memories), one read transaction.
     fn pipeline_counts(&self, workspace: &WorkspaceId, now: Timestamp) -> StoreResult<PipelineCounts>;
 
+    /// The sessions of the workspace's active drawers (`session_id` set,
+    /// wing other than `except_wing`) whose latest drawer was filed before
+    /// `idle_before`, least recently active first. One grouped read over
+    /// the session index.
+    fn session_activity(
+        &self,
+        workspace: &WorkspaceId,
+        idle_before: Timestamp,
+        except_wing: Option<&str>,
+    ) -> StoreResult<Vec<SessionActivity>>;
+
+    /// The active drawers `prune` would archive: importance below `below`,
+    /// fewer than `max_accesses` accesses, filed before `filed_before`,
+    /// least important (then oldest) first — at most as many as leave
+    /// `keep` active drawers in the workspace.
+    fn prune_candidates(
+        &self,
+        workspace: &WorkspaceId,
+        below: f64,
+        max_accesses: u64,
+        filed_before: Timestamp,
+        keep: u64,
+    ) -> StoreResult<Vec<PruneCandidate>>;
+
     /// The drawers nearest to `query` among the vectors of `model` that
     /// pass `filter`, by cosine similarity, best first — when the backend
     /// keeps a vector index of its own (PostgreSQL: pgvector HNSW). `None`
@@ -293,6 +322,10 @@ pub trait StoreWrite: StoreRead {
     /// Records that these drawers were returned to a caller: sets
     /// `last_accessed_at` and increments `access_count`, in one statement.
     /// Returns how many drawers were found.
+    /// Access also reinforces: a drawer's importance rises by
+    /// [`REINFORCE_STEP`] (up to 5) when it was not accessed in the
+    /// [`REINFORCE_EVERY`] before `at`, so a drawer in use outlives the
+    /// daily decay and a burst of searches counts once.
     fn touch_access(&self, workspace: &WorkspaceId, ids: &[DrawerId], at: Timestamp) -> StoreResult<usize>;
 
     /// Inserts entities whose id is new (an existing entity keeps its name
@@ -385,6 +418,14 @@ pub trait StoreWrite: StoreRead {
     /// Removes the workspace's episodic summaries whose `expires_at` is
     /// before `now` (their TTL ran out). Returns how many.
     fn expire_episodic_summaries(&self, workspace: &WorkspaceId, now: Timestamp) -> StoreResult<usize>;
+
+    /// Inserts an episodic summary or replaces the stored one with the same
+    /// id (a session that grew is summarised again), every field included.
+    fn save_episodic_summary(&self, summary: &EpisodicSummary) -> StoreResult<()>;
+
+    /// Sets `promoted_at` on the workspace's episodic summaries `ids` that
+    /// have none. Returns how many changed.
+    fn mark_episodes_promoted(&self, workspace: &WorkspaceId, ids: &[String], at: Timestamp) -> StoreResult<usize>;
 
     /// Starts the palace-wide periodic `job` for wall-clock tick `tick`:
     /// true when this caller runs it — no other holder runs the job now

@@ -290,6 +290,36 @@ pub enum AppendOutcome {
     UnknownArtifact(String),
 }
 
+/// A session as its drawers show it (`StoreRead::session_activity`): the
+/// conversations consolidation summarises, whatever filed them (a hook, a
+/// mined transcript, an MCP session).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionActivity {
+    /// The drawers' `session_id`.
+    pub session_id: String,
+    /// Its active drawers.
+    pub drawers: u64,
+    /// When its first active drawer was filed.
+    pub first_filed_at: Timestamp,
+    /// When its latest active drawer was filed.
+    pub last_filed_at: Timestamp,
+    /// The owner of its drawers (the greatest one when they differ).
+    pub owner_user_id: Option<String>,
+    /// The agent that filed them (the greatest one when they differ).
+    pub agent: Option<String>,
+}
+
+/// A drawer `prune` would archive (`StoreRead::prune_candidates`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PruneCandidate {
+    /// The drawer.
+    pub id: DrawerId,
+    /// Its importance now.
+    pub importance: f64,
+    /// How often it was returned.
+    pub access_count: u64,
+}
+
 /// Where a workspace's drawers are in the cold path, and the latest run of
 /// each periodic job (`StoreRead::pipeline_counts`).
 ///
