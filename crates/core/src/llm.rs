@@ -24,13 +24,18 @@ pub enum Task {
     Enrich,
     /// Memories from a conversation (ADD / UPDATE / DELETE / NONE).
     Extract,
+    /// The episodic summary of an ended session.
+    Summarize,
+    /// Long-term insights across recent episodes (dreaming).
+    Dream,
     /// A connectivity check (`mempalace llm test`).
     Probe,
 }
 
 impl Task {
     /// Every task, in declaration order.
-    pub const ALL: &'static [Task] = &[Task::Classify, Task::Conflict, Task::Enrich, Task::Extract, Task::Probe];
+    pub const ALL: &'static [Task] =
+        &[Task::Classify, Task::Conflict, Task::Enrich, Task::Extract, Task::Summarize, Task::Dream, Task::Probe];
 
     /// The task's name in settings, logs and reports.
     pub fn as_str(self) -> &'static str {
@@ -39,6 +44,8 @@ impl Task {
             Task::Conflict => "conflict",
             Task::Enrich => "enrich",
             Task::Extract => "extract",
+            Task::Summarize => "summarize",
+            Task::Dream => "dream",
             Task::Probe => "probe",
         }
     }

@@ -68,6 +68,168 @@ Write each observation as one self-contained sentence about the user or the proj
 {\"new\": [{\"entity_type\", \"entity_name\", \"observation\", \"scope\"}], \"updates\": [{\"id\", \"observation\"}], \
 \"deletes\": [{\"id\", \"reason\"}]}; empty arrays when there is nothing to remember.";
 
+/// The episodic-summary instructions (seed 2 `episodic_worker`).
+pub const SUMMARIZE_SYSTEM: &str = "You summarise one session of work between a user and an AI agent, for the agent to \
+remember later. Write what happened: the goal, what was decided and why, what was done, problems met and how they were \
+solved, what is left open, and anything learned about the user. Keep names, numbers, paths and dates exactly as written. \
+Do not invent anything the session does not say. At most 1,000 characters, in the session's language, plain prose. \
+Also list up to 10 key topics (people, projects, tools, places), spelled as in the session. Answer with JSON only: \
+{\"summary\": \"…\", \"key_topics\": [\"…\"]}.";
+
+/// The dreaming instructions (seed 2 `dreaming_worker`).
+pub const DREAM_SYSTEM: &str = "You consolidate an AI agent's recent session summaries into long-term memory. Read the \
+numbered episodes and write the insights worth keeping for every future session: the user's preferences, facts about \
+the projects, recurring patterns and problems, and key decisions with their reasons. Each insight is one self-contained \
+sentence that holds without the episodes; merge what several episodes say; leave out one-off details and anything that \
+was later reversed. Cite the episodes each insight comes from. Answer with JSON only: {\"insights\": [{\"kind\": \
+\"preference\" | \"fact\" | \"pattern\" | \"decision\", \"text\": \"…\", \"episodes\": [1, 2]}]}; an empty list when \
+nothing is worth keeping.";
+
+/// Characters of a session sent for its summary (its beginning and its
+/// end when longer).
+pub const SUMMARIZE_SESSION_CHARS: usize = 24_000;
+/// Longest abstractive summary kept, in characters.
+pub const EPISODE_SUMMARY_CHARS: usize = 1_200;
+/// Key topics kept per summary.
+pub const MAX_KEY_TOPICS: usize = 10;
+
+/// The request for a session's summary: its texts in filing order, the
+/// middle left out when the whole is longer than
+/// [`SUMMARIZE_SESSION_CHARS`].
+pub fn summarize_request(texts: &[&str]) -> ChatRequest {
+    let joined = texts.iter().map(|t| t.trim()).filter(|t| !t.is_empty()).collect::<Vec<_>>().join("\n\n");
+    let total = joined.chars().count();
+    let body = if total <= SUMMARIZE_SESSION_CHARS {
+        joined
+    } else {
+        let half = SUMMARIZE_SESSION_CHARS / 2;
+        let head: String = joined.chars().take(half).collect();
+        let tail: String = joined.chars().skip(total - half).collect();
+        format!("{head}\n\n[… {} characters left out …]\n\n{tail}", total - 2 * half)
+    };
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "summary": {"type": "string"},
+            "key_topics": {"type": "array", "items": {"type": "string"}}
+        },
+        "required": ["summary", "key_topics"],
+        "additionalProperties": false
+    });
+    ChatRequest {
+        task: Task::Summarize,
+        messages: vec![Message::system(SUMMARIZE_SYSTEM), Message::user(format!("Session:\n{body}"))],
+        schema: Some(AnswerSchema { name: "episode_summary", schema }),
+        temperature: 0.2,
+        max_tokens: 1_024,
+    }
+}
+
+/// Checks a summary answer: a non-empty summary (cut to
+/// [`EPISODE_SUMMARY_CHARS`]) and up to [`MAX_KEY_TOPICS`] distinct,
+/// non-empty topics.
+pub fn check_summary(answer: &Value) -> Result<(String, Vec<String>), LlmError> {
+    let summary = answer.get("summary").and_then(Value::as_str).map(str::trim).unwrap_or_default();
+    if summary.is_empty() {
+        return Err(LlmError::Malformed("the answer has no summary".into()));
+    }
+    let mut topics: Vec<String> = Vec::new();
+    for topic in answer.get("key_topics").and_then(Value::as_array).into_iter().flatten() {
+        let Some(topic) = topic.as_str().map(str::trim).filter(|t| !t.is_empty() && t.chars().count() <= 100) else {
+            continue;
+        };
+        if topics.len() < MAX_KEY_TOPICS && !topics.iter().any(|known| known.eq_ignore_ascii_case(topic)) {
+            topics.push(topic.to_string());
+        }
+    }
+    Ok((clip(summary, EPISODE_SUMMARY_CHARS), topics))
+}
+
+/// One insight of a dreaming pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Insight {
+    /// preference, fact, pattern or decision.
+    pub kind: &'static str,
+    /// One self-contained sentence.
+    pub text: String,
+    /// The episodes it comes from, as indexes into the episodes sent.
+    pub episodes: Vec<usize>,
+}
+
+/// The kinds of insight dreaming writes.
+pub const INSIGHT_KINDS: &[&str] = &["preference", "fact", "pattern", "decision"];
+
+/// The request for a dreaming pass over `episodes` (their summaries,
+/// oldest first, numbered from 1).
+pub fn dream_request(episodes: &[&str]) -> ChatRequest {
+    let body: Vec<String> = episodes
+        .iter()
+        .enumerate()
+        .map(|(at, text)| format!("[{}] {}", at + 1, clip(text.trim(), EPISODE_SUMMARY_CHARS)))
+        .collect();
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "insights": {"type": "array", "items": {
+                "type": "object",
+                "properties": {
+                    "kind": {"type": "string", "enum": INSIGHT_KINDS},
+                    "text": {"type": "string"},
+                    "episodes": {"type": "array", "items": {"type": "integer"}}
+                },
+                "required": ["kind", "text", "episodes"],
+                "additionalProperties": false
+            }}
+        },
+        "required": ["insights"],
+        "additionalProperties": false
+    });
+    ChatRequest {
+        task: Task::Dream,
+        messages: vec![Message::system(DREAM_SYSTEM), Message::user(format!("Episodes:\n{}", body.join("\n")))],
+        schema: Some(AnswerSchema { name: "dream_insights", schema }),
+        temperature: 0.3,
+        max_tokens: 4_096,
+    }
+}
+
+/// Checks a dreaming answer against the `count` episodes sent: an insight
+/// of an unknown kind, without text, or citing no episode that was sent
+/// is dropped and counted; citations are turned into 0-based indexes.
+pub fn check_dream(answer: &Value, count: usize) -> Result<Checked<Insight>, LlmError> {
+    let items = answer
+        .get("insights")
+        .and_then(Value::as_array)
+        .ok_or_else(|| LlmError::Malformed("the answer has no \"insights\" list".into()))?;
+    let mut checked = Checked { items: Vec::new(), rejected: 0 };
+    for item in items {
+        let kind = item
+            .get("kind")
+            .and_then(Value::as_str)
+            .and_then(|k| INSIGHT_KINDS.iter().copied().find(|known| *known == k.trim()));
+        let text = item.get("text").and_then(Value::as_str).map(str::trim).filter(|t| !t.is_empty());
+        let mut episodes: Vec<usize> = item
+            .get("episodes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_u64)
+            .filter_map(|n| usize::try_from(n).ok())
+            .filter(|&n| n >= 1 && n <= count)
+            .map(|n| n - 1)
+            .collect();
+        episodes.sort_unstable();
+        episodes.dedup();
+        match (kind, text) {
+            (Some(kind), Some(text)) if !episodes.is_empty() => {
+                checked.items.push(Some(Insight { kind, text: clip(text, OBSERVATION_CHARS), episodes }))
+            }
+            _ => checked.rejected += 1,
+        }
+    }
+    Ok(checked)
+}
+
 /// What classification says of one text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Classified {
@@ -564,5 +726,50 @@ mod tests {
         let body = &request.messages[1].content;
         assert!(body.contains("message number 1999 ") && !body.contains("message number 0 "));
         assert!(body.chars().count() <= EXTRACT_CONVERSATION_CHARS + 100);
+    }
+
+    #[test]
+    fn summaries_are_checked_and_long_sessions_keep_both_ends() {
+        let (summary, topics) = check_summary(&json!({
+            "summary": "  Moved the API to PostgreSQL 16.  ",
+            "key_topics": ["PostgreSQL", "postgresql", "", 7, "API"]
+        }))
+        .unwrap();
+        assert_eq!(summary, "Moved the API to PostgreSQL 16.");
+        assert_eq!(topics, vec!["PostgreSQL", "API"], "duplicates, empties and non-strings dropped");
+        assert!(matches!(check_summary(&json!({"summary": " "})), Err(LlmError::Malformed(_))));
+        assert!(
+            check_summary(&json!({"summary": "x".repeat(5_000)})).unwrap().0.chars().count() == EPISODE_SUMMARY_CHARS
+        );
+
+        let long = format!("START {} END", "word ".repeat(10_000));
+        let request = summarize_request(&[long.as_str(), "  ", "last words"]);
+        let body = &request.messages[1].content;
+        assert!(body.contains("START") && body.contains("last words") && body.contains("characters left out"));
+        assert!(body.chars().count() < SUMMARIZE_SESSION_CHARS + 200);
+        assert_eq!((request.task, request.max_tokens), (Task::Summarize, 1_024));
+    }
+
+    #[test]
+    fn dream_insights_cite_episodes_that_were_sent() {
+        let checked = check_dream(
+            &json!({"insights": [
+                {"kind": "preference", "text": "The user prefers small commits.", "episodes": [1, 3, 3]},
+                {"kind": "gossip", "text": "Unknown kind.", "episodes": [1]},
+                {"kind": "fact", "text": "Cites nothing sent.", "episodes": [0, 9]},
+                {"kind": "fact", "text": "  ", "episodes": [2]}
+            ]}),
+            3,
+        )
+        .unwrap();
+        let insights: Vec<Insight> = checked.items.into_iter().flatten().collect();
+        assert_eq!(
+            insights,
+            vec![Insight { kind: "preference", text: "The user prefers small commits.".into(), episodes: vec![0, 2] }]
+        );
+        assert_eq!(checked.rejected, 3);
+        assert!(matches!(check_dream(&json!({"nothing": []}), 3), Err(LlmError::Malformed(_))));
+        let request = dream_request(&["first episode", "second episode"]);
+        assert!(request.messages[1].content.contains("[2] second episode"));
     }
 }

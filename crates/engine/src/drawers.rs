@@ -293,7 +293,7 @@ impl Palace {
     /// extractive episodic summary, and finds related drawers of other
     /// sessions. Ending an ended session again only updates the outcome.
     pub fn end_session(&self, id: &str, outcome: Option<f64>) -> EngineResult<SessionEnd> {
-        use mempalace_core::episode::{Candidate, EPISODIC_TTL_DAYS, consolidation_groups, extractive_summary};
+        use mempalace_core::episode::{Candidate, consolidation_groups};
         let mut session = self.session(id)?;
         let now = self.now();
         let filter = mempalace_store::DrawerFilter { session_id: Some(id.to_string()), ..Default::default() };
@@ -345,36 +345,38 @@ impl Palace {
                 superseded.push((member.clone(), keeper.clone()));
             }
         }
-        let texts: Vec<&str> = drawers.iter().map(|d| d.content.as_str()).collect();
-        let summary = if texts.is_empty() {
-            None
-        } else {
-            let (text, l0_abstract) = extractive_summary(&texts);
-            let mut topics: Vec<String> = Vec::new();
-            let known = mempalace_core::extract::KnownNames::new(Vec::new());
-            for drawer in &drawers {
-                for entity in mempalace_core::extract::extract(drawer.content.as_str(), &known, None).entities {
-                    if !topics.contains(&entity.name) && topics.len() < 10 {
-                        topics.push(entity.name);
-                    }
-                }
+        // The episode is written from the session as the consolidation job
+        // sees it, so the job finds it current and does not write it again.
+        let mut summarised: Vec<Drawer> = drawers
+            .iter()
+            .filter(|d| d.wing.as_str() != crate::memories::MEMORY_WING && !superseded.iter().any(|(s, _)| *s == d.id))
+            .cloned()
+            .collect();
+        summarised.sort_by(|a, b| (a.filed_at, a.chunk_index, &a.id).cmp(&(b.filed_at, b.chunk_index, &b.id)));
+        let summary = match summarised.last() {
+            None => None,
+            Some(last) => {
+                let activity = mempalace_store::SessionActivity {
+                    session_id: id.to_string(),
+                    drawers: summarised.len() as u64,
+                    first_filed_at: summarised[0].filed_at,
+                    last_filed_at: last.filed_at,
+                    owner_user_id: session.user_id.clone(),
+                    agent: session.agent.clone(),
+                };
+                let existing =
+                    self.store().episodic_summaries(self.workspace())?.into_iter().find(|e| e.session_id == id);
+                let (summary, _) = self.summarize(
+                    id,
+                    &summarised,
+                    session.agent.clone(),
+                    session.user_id.clone(),
+                    crate::consolidate::episode_source(&activity),
+                    existing.as_ref(),
+                )?;
+                self.store().save_episodic_summary(&summary)?;
+                Some(summary)
             }
-            let summary = mempalace_core::session::EpisodicSummary {
-                workspace_id: self.workspace().clone(),
-                id: format!("episode_{}", &ContentHash::of(&format!("{}:{id}", self.workspace())).as_str()[..24]),
-                session_id: id.to_string(),
-                source_id: Some(format!("{id}:end")),
-                agent: session.agent.clone(),
-                user_id: session.user_id.clone(),
-                summary: text,
-                l0_abstract,
-                key_topics: topics,
-                created_at: now,
-                expires_at: Some(now + chrono::Duration::days(EPISODIC_TTL_DAYS)),
-                promoted_at: None,
-            };
-            self.store().import(&[mempalace_store::PalaceRecord::EpisodicSummary(summary.clone())])?;
-            Some(summary)
         };
         let mut related = Vec::new();
         if let Some(latest) = drawers.iter().rev().find(|d| !superseded.iter().any(|(s, _)| *s == d.id)) {

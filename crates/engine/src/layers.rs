@@ -202,7 +202,7 @@ impl Palace {
     /// Vectors of `texts` by `model`, keeping the ones computed in the
     /// embedding cache (texts that belong to no drawer, such as episode
     /// abstracts, are embedded once, not at every call).
-    fn cached_vectors(&self, model: &str, texts: &[&str]) -> EngineResult<Vec<Option<Vec<f32>>>> {
+    pub(crate) fn cached_vectors(&self, model: &str, texts: &[&str]) -> EngineResult<Vec<Option<Vec<f32>>>> {
         let embedded = self.embed_texts(texts)?;
         if embedded.model.as_deref() != Some(model) {
             return Ok(vec![None; texts.len()]);

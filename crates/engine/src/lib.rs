@@ -10,6 +10,7 @@
 
 pub mod aaak;
 pub mod audit;
+pub mod consolidate;
 pub mod coordination;
 pub mod drawers;
 pub mod embedding;

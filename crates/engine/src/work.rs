@@ -65,10 +65,11 @@ pub const DECAY_AGE: Duration = Duration::from_secs(30 * 86_400);
 /// …and not accessed within this.
 pub const DECAY_IDLE: Duration = Duration::from_secs(7 * 86_400);
 
-/// How the jobs run: batch sizes and periods (settings may change the
-/// defaults: `MEMPALACE_PROCESS_BATCH`, `MEMPALACE_LLM_BATCH`,
-/// `MEMPALACE_PROCESS_EVERY_S`, `MEMPALACE_ENRICH_EVERY_S`,
-/// `MEMPALACE_MAINTAIN_EVERY_S`).
+/// How the jobs run: batch sizes, periods and switches (settings may
+/// change the defaults: `MEMPALACE_PROCESS_BATCH`, `MEMPALACE_LLM_BATCH`,
+/// `MEMPALACE_{PROCESS,ENRICH,MAINTAIN,CONSOLIDATE}_EVERY_S`,
+/// `MEMPALACE_EPISODE_IDLE_S`, `MEMPALACE_CONSOLIDATION`,
+/// `MEMPALACE_DREAMING`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JobSettings {
     /// Raw drawers claimed per `process` batch.
@@ -81,6 +82,17 @@ pub struct JobSettings {
     pub enrich_every: Duration,
     /// `maintain`'s period.
     pub maintain_every: Duration,
+    /// `consolidate`'s period.
+    pub consolidate_every: Duration,
+    /// A session with no new drawer for this long has ended (its episode
+    /// is written by the next `consolidate`).
+    pub episode_idle: Duration,
+    /// Whether `consolidate` runs at all (the kill switch of episodes,
+    /// promotion and dreaming; GoClaw `consolidation_enabled`).
+    pub consolidation: bool,
+    /// Whether `consolidate` dreams (off unless asked: it writes new
+    /// memories, and with a model it costs tokens).
+    pub dreaming: bool,
 }
 
 impl Default for JobSettings {
@@ -91,6 +103,10 @@ impl Default for JobSettings {
             process_every: PROCESS.every,
             enrich_every: ENRICH.every,
             maintain_every: MAINTAIN.every,
+            consolidate_every: crate::consolidate::CONSOLIDATE.every,
+            episode_idle: crate::consolidate::EPISODE_IDLE,
+            consolidation: true,
+            dreaming: false,
         }
     }
 }
@@ -102,6 +118,7 @@ impl JobSettings {
             "process" => self.process_every,
             "enrich" => self.enrich_every,
             "maintain" => self.maintain_every,
+            "consolidate" => self.consolidate_every,
             _ => job.every,
         };
         PeriodicJob { name: job.name, every }
@@ -213,6 +230,8 @@ pub struct MaintainReport {
     pub decayed: usize,
     /// Episodic summaries removed at the end of their TTL.
     pub expired: usize,
+    /// Drawers moved to the archive (see [`crate::consolidate`]).
+    pub archived: usize,
 }
 
 impl Palace {
@@ -707,7 +726,7 @@ impl Palace {
         Ok(report)
     }
 
-    /// Decay and TTL in every workspace (see [`MAINTAIN`]).
+    /// Decay, TTL and prune in every workspace (see [`MAINTAIN`]).
     pub fn maintain_all(&self) -> EngineResult<MaintainReport> {
         let now = self.now();
         let ago = |d: Duration| now - chrono::TimeDelta::from_std(d).unwrap_or(chrono::TimeDelta::MAX);
@@ -721,6 +740,7 @@ impl Palace {
                 DECAY_FLOOR,
             )?;
             report.expired += self.store().expire_episodic_summaries(&workspace, now)?;
+            report.archived += self.for_workspace(workspace).prune(false)?.drawers.len();
         }
         Ok(report)
     }
