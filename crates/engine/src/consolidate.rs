@@ -216,6 +216,37 @@ impl Palace {
         Ok(report)
     }
 
+    /// Writes the episode of `session` now, idle or not (a harness said the
+    /// session ended). `None` when the session has no drawers; an episode
+    /// already current is returned as it is.
+    pub fn write_episode(&self, session: &str) -> EngineResult<Option<EpisodicSummary>> {
+        let far = self.now() + chrono::Duration::days(1);
+        let Some(activity) = self
+            .store()
+            .session_activity(self.workspace(), far, Some(MEMORY_WING))?
+            .into_iter()
+            .find(|a| a.session_id == session)
+        else {
+            return Ok(None);
+        };
+        let source = episode_source(&activity);
+        let existing = self.store().episodic_summaries(self.workspace())?.into_iter().find(|e| e.session_id == session);
+        if let Some(current) = existing.as_ref().filter(|e| e.source_id.as_deref() == Some(source.as_str())) {
+            return Ok(Some(current.clone()));
+        }
+        let drawers = self.episode_drawers(session, activity.owner_user_id.as_deref())?;
+        let (summary, _) = self.summarize(
+            session,
+            &drawers,
+            activity.agent.clone(),
+            activity.owner_user_id.clone(),
+            source,
+            existing.as_ref(),
+        )?;
+        self.store().save_episodic_summary(&summary)?;
+        Ok(Some(summary))
+    }
+
     /// The active drawers of a session outside the memories wing, in
     /// filing order, as `viewer` (the session's user) sees them: their own
     /// and shared ones.

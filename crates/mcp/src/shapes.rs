@@ -198,5 +198,51 @@ pub fn memory(memory: &mempalace_engine::memories::StoredMemory) -> Value {
     json!({"id": memory.drawer.id.as_str(), "scope": memory.memory.scope.as_str(), "owner": memory.drawer.owner_user_id,
         "entity_type": memory.memory.entity_type.as_str(), "entity_name": memory.memory.entity_name,
         "observation": memory.memory.observation,
-        "filed_at": mempalace_core::time::format_timestamp(&memory.drawer.filed_at)})
+        "filed_at": mempalace_core::time::format_timestamp(&memory.drawer.filed_at),
+        // extracted (from one conversation), semantic (promoted: said in
+        // several episodes) or dream; with the episodes and sessions it
+        // came from.
+        "tier": memory.drawer.context["memory"]["tier"].as_str().unwrap_or("extracted"),
+        "episodes": memory.drawer.context["memory"].get("episodes"),
+        "sessions": memory.drawer.context["memory"].get("sessions")})
+}
+
+/// An episodic summary (the `memory_episodes` tool and `mempalace episodes
+/// --json`).
+pub fn episode(e: &mempalace_core::session::EpisodicSummary) -> Value {
+    let ts = |t: &mempalace_core::Timestamp| mempalace_core::time::format_timestamp(t);
+    json!({
+        "id": e.id,
+        "session_id": e.session_id,
+        "agent": e.agent,
+        "user_id": e.user_id,
+        "summary": e.summary,
+        "l0_abstract": e.l0_abstract,
+        "key_topics": e.key_topics,
+        "created_at": ts(&e.created_at),
+        "expires_at": e.expires_at.as_ref().map(ts),
+        "promoted_at": e.promoted_at.as_ref().map(ts),
+    })
+}
+
+/// An episode with its drawers (drill-down).
+pub fn episode_detail(detail: &mempalace_engine::consolidate::EpisodeDetail) -> Value {
+    let mut value = episode(&detail.episode);
+    value["drawers"] = detail
+        .drawers
+        .iter()
+        .map(|d| json!({"id": d.id.as_str(), "content": d.content.as_str(), "metadata": drawer_metadata(d)}))
+        .collect();
+    value
+}
+
+/// What `prune` archived or would archive.
+pub fn prune_report(report: &mempalace_engine::consolidate::PruneReport) -> Value {
+    json!({
+        "dry_run": report.dry_run,
+        "count": report.drawers.len(),
+        "drawers": report.drawers.iter().map(|c| json!({
+            "id": c.id.as_str(), "importance": c.importance, "access_count": c.access_count,
+        })).collect::<Vec<_>>(),
+    })
 }

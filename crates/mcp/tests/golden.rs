@@ -300,6 +300,20 @@ fn every_tool_result_matches_its_golden_file() {
             r.call("forget", json!({"memory_id": id, "reason": "superseded by a test"})).await;
         }
         r.call("end_session", json!({"session_id": session_id, "outcome_score": 0.8})).await;
+
+        // Consolidation: the ended session's episode, the archive.
+        r.call("memory_episodes", json!({})).await;
+        r.call("memory_episodes", json!({"query": "sorting cubes with the gripper"})).await;
+        r.call("memory_episodes", json!({"episode_id": session_id})).await;
+        r.call("memory_episodes", json!({"episode_id": "no-such-session"})).await;
+        r.call("memory_episodes", json!({"limit": 0})).await;
+        r.call("memory_search", json!({"query": "camera frame of the sorting table", "include_episodes": true})).await;
+        r.call("memory_prune", json!({})).await;
+        r.call("memory_prune", json!({"dry_run": false})).await;
+        if let Some(id) = learned["memory_id"].as_str() {
+            r.call("memory_restore", json!({"drawer_id": id})).await;
+        }
+        r.call("memory_restore", json!({"drawer_id": "drawer_missing_x_1"})).await;
     });
 
     // Every offered tool was called.

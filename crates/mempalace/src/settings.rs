@@ -683,6 +683,16 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
                 process_every: seconds("MEMPALACE_PROCESS_EVERY_S", defaults.process_every)?,
                 enrich_every: seconds("MEMPALACE_ENRICH_EVERY_S", defaults.enrich_every)?,
                 maintain_every: seconds("MEMPALACE_MAINTAIN_EVERY_S", defaults.maintain_every)?,
+                consolidate_every: seconds("MEMPALACE_CONSOLIDATE_EVERY_S", defaults.consolidate_every)?,
+                episode_idle: seconds("MEMPALACE_EPISODE_IDLE_S", defaults.episode_idle)?,
+                consolidation: match env.get("MEMPALACE_CONSOLIDATION") {
+                    Some(value) => switch(value, "MEMPALACE_CONSOLIDATION")?,
+                    None => defaults.consolidation,
+                },
+                dreaming: match env.get("MEMPALACE_DREAMING") {
+                    Some(value) => switch(value, "MEMPALACE_DREAMING")?,
+                    None => defaults.dreaming,
+                },
             }
         },
         llm,

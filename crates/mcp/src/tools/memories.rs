@@ -1,7 +1,9 @@
 //! Seed 4's extracted memories over MCP, in the `memory_*` family:
 //! `memory_extract` (decide and apply what a conversation teaches),
 //! `memory_list_memories` (what a user sees) and `memory_inject` (the
-//! auto-injector's section for a message).
+//! auto-injector's section for a message); and consolidation's:
+//! `memory_episodes` (episodic summaries: list, search, drill down),
+//! `memory_prune` and `memory_restore` (the archive).
 
 use mempalace_core::memory::{Speaker, Turn, turns_from_text};
 use mempalace_engine::memories::ExtractOptions;
@@ -44,6 +46,28 @@ pub fn tools() -> Vec<ToolSpec> {
             inject,
         )
         .read_only(),
+        ToolSpec::new(
+            "memory_episodes",
+            F,
+            "Episodic summaries of ended sessions (a session ends after 30 idle minutes or when ended): with \
+             episode_id, that episode and the drawers it summarises; with query, the most relevant episodes; \
+             else the newest.",
+            episodes,
+        )
+        .read_only(),
+        ToolSpec::new(
+            "memory_prune",
+            F,
+            "Move faded drawers (importance decayed below 0.5, fewer than 3 accesses, keeping at least 100) to the \
+             archive, where they stay whole and restorable. Previews unless dry_run is false.",
+            prune,
+        ),
+        ToolSpec::new(
+            "memory_restore",
+            F,
+            "Bring an archived or deleted drawer back (active again, found by searches).",
+            restore,
+        ),
     ]
 }
 
@@ -134,4 +158,84 @@ fn inject(backend: &Backend, p: Inject) -> ToolResult {
     let injection = backend.palace().inject_for(message, p.user_id.as_deref())?;
     Ok(json!({"section": injection.section, "trivial": injection.trivial, "match_count": injection.match_count,
         "top_score": injection.top_score}))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Episodes {
+    /// An episode id or session id: that episode with its drawers
+    #[serde(default)]
+    episode_id: Option<String>,
+    /// What to look for among the episodes
+    #[serde(default)]
+    query: Option<String>,
+    /// Whose episodes (theirs and shared ones); without it, every one
+    #[serde(default)]
+    user_id: Option<String>,
+    /// At most this many (default 10, at most 100)
+    #[serde(default)]
+    limit: Option<u32>,
+}
+
+fn episodes(backend: &Backend, p: Episodes) -> ToolResult {
+    let limit = match p.limit {
+        None => 10,
+        Some(n @ 1..=100) => n as usize,
+        Some(n) => return Err(ToolError::param("limit", format!("{n} is not between 1 and 100"))),
+    };
+    let user = p.user_id.as_deref().filter(|u| !u.trim().is_empty());
+    match (p.episode_id, p.query) {
+        (Some(_), Some(_)) => Err(ToolError::param("episode_id", "give episode_id or query, not both")),
+        (Some(id), None) => {
+            let detail = backend.palace().episode(required_text("episode_id", &id)?)?;
+            if user.is_some() && detail.episode.user_id.is_some() && detail.episode.user_id.as_deref() != user {
+                return Err(ToolError::param("episode_id", format!("no episode {id} for this user")));
+            }
+            Ok(shapes::episode_detail(&detail))
+        }
+        (None, Some(query)) => {
+            let hits = backend.palace().search_episodes(required_text("query", &query)?, user, limit, 0.0)?;
+            let items: Vec<_> = hits
+                .iter()
+                .map(|h| {
+                    let mut value = shapes::episode(&h.episode);
+                    value["score"] = json!(h.score);
+                    value
+                })
+                .collect();
+            Ok(json!({"query": query, "count": items.len(), "episodes": items}))
+        }
+        (None, None) => {
+            let mut episodes = backend.palace().episodes(user)?;
+            episodes.truncate(limit);
+            Ok(json!({"count": episodes.len(), "episodes": episodes.iter().map(shapes::episode).collect::<Vec<_>>()}))
+        }
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Prune {
+    /// Only say which drawers would go (default true)
+    #[serde(default)]
+    dry_run: Option<bool>,
+}
+
+fn prune(backend: &Backend, p: Prune) -> ToolResult {
+    Ok(shapes::prune_report(&backend.palace().prune(p.dry_run.unwrap_or(true))?))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Restore {
+    /// The drawer to bring back
+    drawer_id: String,
+}
+
+fn restore(backend: &Backend, p: Restore) -> ToolResult {
+    let text = required_text("drawer_id", &p.drawer_id)?;
+    let id = mempalace_core::DrawerId::parse(text).map_err(|e| ToolError::param("drawer_id", e.to_string()))?;
+    let drawer = backend.palace().restore(&id)?;
+    Ok(json!({"success": true, "drawer_id": drawer.id.as_str(), "status": drawer.status.as_str(),
+        "wing": drawer.wing.as_str(), "room": drawer.room.as_str(), "importance": drawer.importance.get()}))
 }

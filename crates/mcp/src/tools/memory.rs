@@ -243,6 +243,9 @@ struct Search {
     /// Search as this user: their private drawers and memories too (optional)
     #[serde(default)]
     user_id: Option<String>,
+    /// Also return the most relevant episodic summaries, each with its session to drill down (default false)
+    #[serde(default)]
+    include_episodes: bool,
 }
 
 fn search(backend: &Backend, p: Search) -> ToolResult {
@@ -251,10 +254,11 @@ fn search(backend: &Backend, p: Search) -> ToolResult {
         mempalace_core::layers::ResultLimit::new(p.limit.unwrap_or(5)).map_err(|e| ToolError::param("limit", e))?;
     let wing = opt_wing("wing", p.wing.as_deref())?;
     let room = opt_room("room", p.room.as_deref())?;
+    let viewer = p.user_id.clone().filter(|u| !u.trim().is_empty());
     let filter = DrawerFilter {
         wings: wing.iter().map(|w| w.as_str().to_string()).collect(),
         rooms: room.iter().map(|r| r.as_str().to_string()).collect(),
-        viewer: p.user_id.filter(|u| !u.trim().is_empty()),
+        viewer: viewer.clone(),
         ..DrawerFilter::default()
     };
     let outcome = backend.palace().search(&SearchRequest {
@@ -268,8 +272,26 @@ fn search(backend: &Backend, p: Search) -> ToolResult {
         SearchMode::Hybrid => ("hybrid", None),
         SearchMode::LexicalOnly(reason) => ("lexical", Some(reason.clone())),
     };
-    Ok(json!({"results": results, "count": outcome.hits.len(), "mode": mode, "degraded_reason": reason}))
+    let mut answer = json!({"results": results, "count": outcome.hits.len(), "mode": mode, "degraded_reason": reason});
+    if p.include_episodes {
+        let user = viewer.as_deref();
+        let hits = backend.palace().search_episodes(query, user, EPISODES_IN_SEARCH, EPISODE_RELEVANCE)?;
+        answer["episodes"] = hits
+            .iter()
+            .map(|h| {
+                let mut value = crate::shapes::episode(&h.episode);
+                value["score"] = json!(h.score);
+                value
+            })
+            .collect();
+    }
+    Ok(answer)
 }
+
+/// Episodes `memory_search` adds with `include_episodes`, at most.
+const EPISODES_IN_SEARCH: usize = 3;
+/// …and only from this relevance up (the auto-injector's threshold).
+const EPISODE_RELEVANCE: f64 = 0.3;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -40,6 +40,8 @@ pub enum HookKind {
     Stop,
     /// The context is about to be compacted.
     Precompact,
+    /// The session ends (Claude Code `SessionEnd`): its episode is written now.
+    SessionEnd,
 }
 
 impl HookKind {
@@ -48,6 +50,7 @@ impl HookKind {
             Self::SessionStart => Duration::from_secs(10),
             Self::Stop => Duration::from_secs(25),
             Self::Precompact => Duration::from_secs(80),
+            Self::SessionEnd => Duration::from_secs(50),
         }
     }
 
@@ -56,6 +59,7 @@ impl HookKind {
             Self::SessionStart => "SessionStart",
             Self::Stop => "Stop",
             Self::Precompact => "PreCompact",
+            Self::SessionEnd => "SessionEnd",
         }
     }
 }
@@ -197,6 +201,15 @@ fn work(
     if hook == HookKind::SessionStart {
         let text = palace.wake_up(None)?;
         result.context = Some(text);
+    }
+    // The session is over: its episode now, rather than after 30 idle
+    // minutes (the drawers carry the transcript's session id, which for
+    // Claude Code is the hook's).
+    if hook == HookKind::SessionEnd
+        && let Some(session) = input["session_id"].as_str().filter(|s| !s.is_empty())
+        && let Some(episode) = palace.write_episode(session)?
+    {
+        mined["episode"] = json!(episode.id);
     }
     result.summary = json!({"mined": mined});
     Ok(result)

@@ -91,7 +91,12 @@ fn server(settings: &Settings, tools: &ToolsArg) -> Result<McpServer> {
 fn spawn_workers(palace: mempalace_engine::Palace) -> Result<()> {
     std::thread::Builder::new().name("mempalace-work".into()).spawn(move || {
         let worker = format!("serve:{}", std::process::id());
-        let jobs = [super::work::JobName::Process, super::work::JobName::Enrich, super::work::JobName::Maintain];
+        let jobs = [
+            super::work::JobName::Process,
+            super::work::JobName::Enrich,
+            super::work::JobName::Consolidate,
+            super::work::JobName::Maintain,
+        ];
         if let Err(error) = super::work::run_forever(&palace, &jobs, &worker, false) {
             tracing::error!(error = %format!("{error:#}"), "background jobs stopped");
         }

@@ -9,6 +9,7 @@
 mod audit;
 mod bench;
 mod compress;
+mod consolidate;
 mod coordination;
 mod daemon;
 mod drawer;
@@ -128,6 +129,14 @@ pub enum Command {
     Extract(memories::ExtractArgs),
     /// List the extracted memories a user sees: their own first, then the workspace's.
     Memories(memories::MemoriesArgs),
+    /// Episodic summaries of ended sessions: list, show with drawers, search, write now.
+    #[command(subcommand)]
+    Episodes(consolidate::EpisodesCommand),
+    /// Move faded drawers (importance decayed below 0.5, under 3 accesses) to the archive; --dry-run previews.
+    Prune(consolidate::PruneArgs),
+    /// The archive of pruned drawers: list, restore.
+    #[command(subcommand)]
+    Archive(consolidate::ArchiveCommand),
     /// Show one drawer.
     Get(drawer::GetArgs),
     /// Delete a drawer: hide it (default, keeps it for review) or remove it with --hard.
@@ -501,6 +510,16 @@ pub fn run(cli: Cli, env: &BTreeMap<String, String>) -> Result<()> {
             memories::extract(&with_embedder(open_palace(&settings, Access::Create)?, &settings)?, args)
         }
         Command::Memories(args) => memories::list(&open_palace(&settings, Access::Read)?, args),
+        Command::Episodes(command) => {
+            let access = if matches!(command, consolidate::EpisodesCommand::Write { .. }) {
+                Access::Create
+            } else {
+                Access::Read
+            };
+            consolidate::episodes(&with_embedder(open_palace(&settings, access)?, &settings)?, command)
+        }
+        Command::Prune(args) => consolidate::prune(&open_palace(&settings, Access::Update)?, args),
+        Command::Archive(command) => consolidate::archive(&open_palace(&settings, Access::Update)?, command),
         Command::Sync(args) => sync::run(&open_palace(&settings, Access::Update)?, args),
         Command::Mine(args) => mine::run(
             &with_embedder(open_palace(&settings, Access::Create)?, &settings)?,

@@ -13,6 +13,7 @@ use anyhow::{Context as _, Result};
 use clap::Args;
 use mempalace_core::name::normalize_wing_name;
 use mempalace_core::project::ProjectConfig;
+use mempalace_engine::consolidate::CONSOLIDATE;
 use mempalace_engine::work::{ENRICH, MAINTAIN, PROCESS};
 use mempalace_engine::{DoctorReport, Palace};
 use mempalace_store::{HealthCheck, PipelineCounts};
@@ -251,12 +252,12 @@ fn cold_path_text(counts: &PipelineCounts) -> String {
     }
     let tiers: Vec<String> = counts.by_tier.iter().map(|(tier, n)| format!("{} {n}", tier.as_str())).collect();
     row("by tier", tiers.join(", "));
-    for status in [DrawerStatus::Superseded, DrawerStatus::Invalidated] {
+    for status in [DrawerStatus::Superseded, DrawerStatus::Invalidated, DrawerStatus::Archived] {
         row(status.as_str(), counts.status(status).to_string());
     }
     row("memories", counts.memories.to_string());
     // The known periodic jobs first, then any other job that recorded a run.
-    let mut jobs: Vec<&str> = vec![PROCESS.name, ENRICH.name, MAINTAIN.name];
+    let mut jobs: Vec<&str> = vec![PROCESS.name, ENRICH.name, CONSOLIDATE.name, MAINTAIN.name];
     for run in &counts.last_runs {
         if !jobs.contains(&run.job.as_str()) {
             jobs.push(&run.job);
@@ -266,12 +267,12 @@ fn cold_path_text(counts: &PipelineCounts) -> String {
         let label = if index == 0 { "last runs" } else { "" };
         let value = match counts.last_runs.iter().find(|run| run.job == *job) {
             Some(run) => format!(
-                "{job:<9} {} by {}{}",
+                "{job:<11} {} by {}{}",
                 mempalace_core::time::format_timestamp(&run.started_at),
                 run.holder,
                 if run.finished { "" } else { " (not finished)" }
             ),
-            None => format!("{job:<9} none recorded"),
+            None => format!("{job:<11} none recorded"),
         };
         row(label, value);
     }

@@ -1,5 +1,6 @@
-//! `work`: the background jobs (cold-path `process`, daily `maintain`), run
-//! by as many processes as you like on one palace.
+//! `work`: the background jobs (cold-path `process`, `enrich`,
+//! `consolidate`, daily `maintain`), run by as many processes as you like
+//! on one palace.
 //!
 //! `process` runs in every worker at every minute tick and claims raw
 //! drawers, so workers split the backlog and never process a drawer
@@ -14,6 +15,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use mempalace_engine::Palace;
+use mempalace_engine::consolidate::{CONSOLIDATE, ConsolidateReport};
 use mempalace_engine::work::{ENRICH, MAINTAIN, PROCESS, PeriodicJob, ProcessReport, tick_of, tick_start};
 use serde_json::{Value, json};
 
@@ -24,8 +26,10 @@ use crate::output;
 pub enum JobName {
     /// Classify and extract raw drawers (claims; every worker takes part).
     Process,
-    /// Decay old, idle drawers and expire episodic summaries (once a day across workers).
+    /// Decay old, idle drawers, expire episodic summaries, archive faded drawers (once a day across workers).
     Maintain,
+    /// Episodes of ended sessions, promotion of what recurs, dreaming when enabled (every 10 minutes).
+    Consolidate,
     /// Entities and facts from the language model for important drawers it never read (every 10 minutes).
     Enrich,
 }
@@ -37,7 +41,7 @@ pub struct WorkArgs {
     #[arg(long)]
     once: bool,
     /// Jobs to run.
-    #[arg(long, value_enum, value_delimiter = ',', default_values = ["process", "enrich", "maintain"])]
+    #[arg(long, value_enum, value_delimiter = ',', default_values = ["process", "enrich", "consolidate", "maintain"])]
     jobs: Vec<JobName>,
     /// This worker's name in claims and job locks (default: HOST:PID).
     #[arg(long)]
@@ -68,6 +72,30 @@ fn process_json(report: &ProcessReport) -> Value {
     })
 }
 
+/// What a `consolidate` run did, as JSON.
+pub fn consolidate_json(report: &ConsolidateReport) -> Value {
+    json!({
+        "episodes": report.episodes, "abstractive": report.abstractive, "promoted": report.promoted,
+        "insights": report.insights, "dreamt_episodes": report.dreamt_episodes,
+        "model_fallback": report.model_fallback, "skipped": report.skipped,
+    })
+}
+
+/// One line on a `consolidate` run.
+fn consolidate_line(report: &Value) -> String {
+    if let Some(why) = report["skipped"].as_str() {
+        return format!("consolidate: skipped ({why})");
+    }
+    let by = match report["model_fallback"].as_str() {
+        Some(why) => format!("{} by the language model, the rest extractive ({why})", report["abstractive"]),
+        None => format!("{} by the language model", report["abstractive"]),
+    };
+    format!(
+        "consolidate: {} episodes written ({by}), {} memories promoted, {} insights dreamt from {} episodes",
+        report["episodes"], report["promoted"], report["insights"], report["dreamt_episodes"]
+    )
+}
+
 /// Runs one job now; the JSON of what it did.
 fn run_job(palace: &Palace, job: JobName, worker: &str) -> Result<Value> {
     Ok(match job {
@@ -83,8 +111,14 @@ fn run_job(palace: &Palace, job: JobName, worker: &str) -> Result<Value> {
         },
         JobName::Maintain => match palace.run_periodic(&MAINTAIN, worker, |palace| palace.maintain_all())? {
             Some(report) => json!({"job": "maintain", "worker": worker, "ran": true,
-                "decayed": report.decayed, "expired": report.expired}),
+                "decayed": report.decayed, "expired": report.expired, "archived": report.archived}),
             None => json!({"job": "maintain", "worker": worker, "ran": false}),
+        },
+        JobName::Consolidate => match palace.run_periodic(&CONSOLIDATE, worker, |palace| palace.consolidate_all())? {
+            Some(report) => {
+                json!({"job": "consolidate", "worker": worker, "ran": true, "report": consolidate_json(&report)})
+            }
+            None => json!({"job": "consolidate", "worker": worker, "ran": false}),
         },
     })
 }
@@ -95,6 +129,7 @@ fn period(palace: &Palace, job: JobName) -> PeriodicJob {
         JobName::Process => PROCESS,
         JobName::Maintain => MAINTAIN,
         JobName::Enrich => ENRICH,
+        JobName::Consolidate => CONSOLIDATE,
     })
 }
 
@@ -175,9 +210,12 @@ pub fn run(palace: &Palace, args: WorkArgs) -> Result<()> {
                     None => format!("enrich: {} looked at, {} enriched", run["examined"], run["enriched"]),
                 },
                 Some("enrich") => "enrich: already run for this tick by another worker".to_string(),
-                _ if run["ran"] == true => {
-                    format!("maintain: {} drawers decayed, {} summaries expired", run["decayed"], run["expired"])
-                }
+                Some("consolidate") if run["ran"] == true => consolidate_line(&run["report"]),
+                Some("consolidate") => "consolidate: already run for this tick by another worker".to_string(),
+                _ if run["ran"] == true => format!(
+                    "maintain: {} drawers decayed, {} summaries expired, {} drawers archived",
+                    run["decayed"], run["expired"], run["archived"]
+                ),
                 _ => "maintain: already run for today by another worker".to_string(),
             };
             output::line(line)?;

@@ -112,7 +112,10 @@ fn status_shows_the_cold_path(store: Store) {
     let pipeline = &before["pipeline"];
     assert_eq!(pipeline["by_state"], serde_json::json!({"raw": 3, "processed": 1, "merged": 0, "failed": 0}));
     assert_eq!(pipeline["by_tier"], serde_json::json!({"heuristic": 1, "centroid": 0, "llm": 3}));
-    assert_eq!(pipeline["by_status"], serde_json::json!({"active": 3, "superseded": 0, "invalidated": 1}));
+    assert_eq!(
+        pipeline["by_status"],
+        serde_json::json!({"active": 3, "superseded": 0, "invalidated": 1, "archived": 0})
+    );
     assert_eq!((pipeline["claimed"].as_u64(), pipeline["memories"].as_u64()), (Some(0), Some(0)));
     assert_eq!(pipeline["last_runs"], serde_json::json!([]));
     assert_eq!(before["total_drawers"], 3, "the existing keys are unchanged");
@@ -126,10 +129,12 @@ fn status_shows_the_cold_path(store: Store) {
         "    by tier       heuristic 1, centroid 0, llm 3\n",
         "    superseded    0\n",
         "    invalidated   1\n",
+        "    archived      0\n",
         "    memories      0\n",
-        "    last runs     process   none recorded\n",
-        "                  enrich    none recorded\n",
-        "                  maintain  none recorded\n",
+        "    last runs     process     none recorded\n",
+        "                  enrich      none recorded\n",
+        "                  consolidate none recorded\n",
+        "                  maintain    none recorded\n",
     ] {
         assert!(human.contains(line), "{line:?} missing from:\n{human}");
     }
@@ -157,9 +162,9 @@ fn status_shows_the_cold_path(store: Store) {
     let human = sandbox.ok(&["status"]);
     for line in [
         "    raw           0 (0 claimed)\n".to_string(),
-        format!("    last runs     process   {processed} by tester\n"),
-        "                  enrich    none recorded\n".to_string(),
-        format!("                  maintain  {maintained} by tester\n"),
+        format!("    last runs     process     {processed} by tester\n"),
+        "                  enrich      none recorded\n".to_string(),
+        format!("                  maintain    {maintained} by tester\n"),
     ] {
         assert!(human.contains(&line), "{line:?} missing from:\n{human}");
     }

@@ -8,6 +8,7 @@
 mod harness;
 
 mod cli;
+mod consolidation;
 mod coordination;
 mod hook;
 mod llm;

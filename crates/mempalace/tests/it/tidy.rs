@@ -37,10 +37,16 @@ fn every_rust_file_opens_with_a_module_doc() {
 /// docs/llm.md shows each job's prompt exactly as it is sent.
 #[test]
 fn the_documented_prompts_are_the_ones_sent() {
-    use mempalace_core::prompts::{CLASSIFY_SYSTEM, CONFLICT_SYSTEM, EXTRACT_SYSTEM};
+    use mempalace_core::prompts::{CLASSIFY_SYSTEM, CONFLICT_SYSTEM, DREAM_SYSTEM, EXTRACT_SYSTEM, SUMMARIZE_SYSTEM};
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let doc = std::fs::read_to_string(root.join("docs/llm.md")).expect("docs/llm.md");
-    for (name, prompt) in [("classify", CLASSIFY_SYSTEM), ("conflict", CONFLICT_SYSTEM), ("extract", EXTRACT_SYSTEM)] {
+    for (name, prompt) in [
+        ("classify", CLASSIFY_SYSTEM),
+        ("conflict", CONFLICT_SYSTEM),
+        ("extract", EXTRACT_SYSTEM),
+        ("summarize", SUMMARIZE_SYSTEM),
+        ("dream", DREAM_SYSTEM),
+    ] {
         assert!(
             doc.contains(&format!("```text\n{prompt}\n```")),
             "docs/llm.md does not show the {name} prompt as sent"

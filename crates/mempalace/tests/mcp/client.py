@@ -59,7 +59,7 @@ MEMORY_TOOLS = [
     "memory_check_duplicate", "memory_traverse", "memory_find_tunnels", "memory_graph_stats", "memory_add_drawer",
     "memory_ingest_turn", "memory_delete_drawer", "memory_set_identity", "memory_kg_query", "memory_kg_add", "memory_kg_invalidate",
     "memory_kg_timeline", "memory_kg_stats", "memory_diary_write", "memory_diary_read",
-    "memory_extract", "memory_list_memories", "memory_inject",
+    "memory_extract", "memory_list_memories", "memory_inject", "memory_episodes", "memory_prune", "memory_restore",
 ]
 ROBOTMEM_TOOLS = ["learn", "recall", "save_perception", "forget", "update", "start_session", "end_session"]
 
@@ -577,6 +577,18 @@ async def memory_family(session):
     check(injected["section"] and "pnpm" in injected["section"], "memory_inject offers the user's memory", injected)
     code, message = await rpc_error(session, "memory_extract", {"turns": [{"role": "robot", "text": "beep"}]})
     check(code == -32602 and "robot" in message, "a turn of no known role is refused", message)
+    # Consolidation: nothing has ended yet; the archive; a deleted drawer restored.
+    episodes = await call(session, "memory_episodes", {"query": "package manager"})
+    check(episodes["count"] == 0 and episodes["episodes"] == [], "no session has ended yet", episodes)
+    preview = await call(session, "memory_prune", {})
+    check(preview["dry_run"] is True and preview["count"] == 0, "a fresh palace has nothing to prune", preview)
+    restored = await call(session, "memory_restore", {"drawer_id": added["drawer_id"]})
+    check(restored["success"] and restored["status"] == "active", "memory_restore brings a deleted drawer back", restored)
+    found = await call(session, "memory_search", {"query": "deploy on Fridays after the load test", "include_episodes": True})
+    check(any(r["id"] == added["drawer_id"] for r in found["results"]) and found["episodes"] == [],
+          "the restored drawer is found again; include_episodes adds the (empty) episodes", found)
+    code, message = await rpc_error(session, "memory_episodes", {"limit": 500})
+    check(code == -32602 and "limit" in message, "memory_episodes limit is checked", message)
 
 
 async def memory_with_a_model(session):
