@@ -188,8 +188,10 @@ impl Palace {
             self.store().episodic_summaries(self.workspace())?.into_iter().map(|e| (e.session_id.clone(), e)).collect();
         let mut report = ConsolidateReport::default();
         for activity in &sessions {
-            // A session older than the TTL stays expired once its summary went.
-            if activity.last_filed_at < now - ttl {
+            // A session the palace has not touched for longer than the TTL
+            // stays without an episode once its summary expired (an old
+            // export mined today is recent: its drawers were filed today).
+            if activity.last_updated_at < now - ttl {
                 continue;
             }
             let source = episode_source(activity);
@@ -296,17 +298,7 @@ impl Palace {
                 (first_sentence(&summary, ABSTRACT_CHARS), summary, topics, None)
             }
             Err(why) => {
-                // Transcript quoting (`> ` before the user's turns) is no
-                // part of what was said.
-                let plain: Vec<String> = texts
-                    .iter()
-                    .map(|text| {
-                        text.lines()
-                            .map(|line| line.trim_start().trim_start_matches('>').trim())
-                            .collect::<Vec<_>>()
-                            .join("\n")
-                    })
-                    .collect();
+                let plain: Vec<String> = drawers.iter().filter_map(said).collect();
                 let plain: Vec<&str> = plain.iter().map(String::as_str).collect();
                 let (summary, l0_abstract) = extractive_summary(&plain);
                 (l0_abstract, summary, key_topics(drawers), Some(why))
@@ -698,6 +690,24 @@ fn digest(episodes: &[EpisodicSummary]) -> Vec<(String, String, Vec<usize>)> {
             ("pattern".to_string(), format!("{day}: {}", e.l0_abstract.trim()), vec![at])
         })
         .collect()
+}
+
+/// What a drawer says, for an extractive summary: the user's turns of a
+/// conversation (what the session was about, without `user:` labels or
+/// `>` quoting), else its text; nothing for a mined conversation's header
+/// (title, directory, date: no part of what was said).
+fn said(drawer: &Drawer) -> Option<String> {
+    if drawer.context.get("unit").and_then(Value::as_str) == Some("header") {
+        return None;
+    }
+    let turns = turns_from_text(drawer.content.as_str(), &[]);
+    let asked: Vec<&str> = turns
+        .iter()
+        .filter(|t| t.speaker == mempalace_core::memory::Speaker::User)
+        .map(|t| t.text.trim())
+        .filter(|t| !t.is_empty())
+        .collect();
+    Some(if asked.is_empty() { drawer.content.as_str().to_string() } else { asked.join("\n") })
 }
 
 /// Capitalised names the drawers mention (entity extraction without a

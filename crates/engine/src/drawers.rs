@@ -361,6 +361,7 @@ impl Palace {
                     drawers: summarised.len() as u64,
                     first_filed_at: summarised[0].filed_at,
                     last_filed_at: last.filed_at,
+                    last_updated_at: summarised.iter().map(|d| d.updated_at).max().unwrap_or(last.updated_at),
                     owner_user_id: session.user_id.clone(),
                     agent: session.agent.clone(),
                 };

@@ -57,7 +57,8 @@ pub(crate) async fn session_activity(
 ) -> StoreResult<Vec<SessionActivity>> {
     let rows = tx
         .query(
-            "SELECT session_id, count(*), min(filed_at), max(filed_at), max(owner_user_id), max(added_by_agent) \
+            "SELECT session_id, count(*), min(filed_at), max(filed_at), max(owner_user_id), max(added_by_agent), \
+             max(updated_at) \
              FROM drawers WHERE workspace_id = $1 AND session_id IS NOT NULL AND status = 'active' \
              AND ($3::text IS NULL OR wing <> $3) GROUP BY session_id HAVING max(filed_at) < $2 \
              ORDER BY max(filed_at), session_id",
@@ -74,6 +75,7 @@ pub(crate) async fn session_activity(
             last_filed_at: row.get(3),
             owner_user_id: row.get(4),
             agent: row.get(5),
+            last_updated_at: row.get(6),
         })
         .collect())
 }

@@ -239,7 +239,8 @@ pub(crate) fn session_activity(
     let c = "reading session activity";
     let mut stmt = conn
         .prepare_cached(
-            "SELECT session_id, count(*), min(filed_at), max(filed_at), max(owner_user_id), max(added_by_agent) \
+            "SELECT session_id, count(*), min(filed_at), max(filed_at), max(owner_user_id), max(added_by_agent), \
+             max(updated_at) \
              FROM drawers WHERE workspace_id = ?1 AND session_id IS NOT NULL AND status = 'active' \
              AND (?3 IS NULL OR wing <> ?3) GROUP BY session_id HAVING max(filed_at) < ?2 \
              ORDER BY max(filed_at), session_id",
@@ -256,6 +257,7 @@ pub(crate) fn session_activity(
             last_filed_at: parse_ts(&row.get::<_, String>(3).ctx(c)?, "last_filed_at")?,
             owner_user_id: row.get(4).ctx(c)?,
             agent: row.get(5).ctx(c)?,
+            last_updated_at: parse_ts(&row.get::<_, String>(6).ctx(c)?, "last_updated_at")?,
         });
     }
     Ok(sessions)

@@ -303,6 +303,10 @@ pub struct SessionActivity {
     pub first_filed_at: Timestamp,
     /// When its latest active drawer was filed.
     pub last_filed_at: Timestamp,
+    /// When one of its active drawers last changed in the palace
+    /// (`updated_at`): a conversation mined today from an old export is
+    /// recent by this, whatever its messages' dates.
+    pub last_updated_at: Timestamp,
     /// The owner of its drawers (the greatest one when they differ).
     pub owner_user_id: Option<String>,
     /// The agent that filed them (the greatest one when they differ).

@@ -4,10 +4,14 @@
 //! their drawers; a preference said in two sessions is promoted by
 //! `work --jobs consolidate` to a semantic memory with its graph fact;
 //! faded drawers of an old import are pruned to the archive (a dry run
-//! first), listed, and one is restored and found again.
+//! first), listed, and one is restored and found again. With a language
+//! model (a local server speaking its protocol), the model writes the
+//! summaries (an unreadable answer falls back to the extractive one) and
+//! the dreams.
 
 use std::path::{Path, PathBuf};
 
+use mempalace_llm::testing::{Reply, ScriptedServer};
 use serde_json::{Value, json};
 
 use crate::harness::{Sandbox, Store, on_both};
@@ -174,4 +178,80 @@ fn faded_drawers_are_pruned_to_the_archive_and_restored(store: Store) {
     assert_eq!(crate::harness::code(&missing), 3, "not found: {}", String::from_utf8_lossy(&missing.stderr));
 }
 
-on_both!(sessions_replayed_through_the_hook_mature, faded_drawers_are_pruned_to_the_archive_and_restored);
+fn a_model_summarises_the_sessions_and_dreams(store: Store) {
+    let server = ScriptedServer::start();
+    let sandbox = Sandbox::on(store)
+        .with_static_model()
+        .with_env("MEMPALACE_LLM_BASE_URL", &format!("{}/v1", server.url()))
+        .with_env("MEMPALACE_LLM_MODEL", "small-model")
+        .with_env("MEMPALACE_LLM_DREAM_MODEL", "big-model")
+        .with_env("MEMPALACE_DREAMING", "on");
+    for day in 0..5 {
+        let session = format!("day-{day}");
+        let path = preference_session(&sandbox, &session, &format!("On day {day} of the rover work:"));
+        if day == 4 {
+            server.push(Reply::openai("I would rather not summarise this."));
+        } else {
+            let summary = format!("On day {day} the user asked for a tile cache eviction test and restated tabs.");
+            server.push(Reply::openai(&json!({"summary": summary, "key_topics": ["tiles_test.rs"]}).to_string()));
+        }
+        hook(&sandbox, "session-end", &session, &path);
+    }
+    let listed = sandbox.json(&["episodes", "list", "--limit", "10", "--json"]);
+    let episodes = listed["episodes"].as_array().unwrap();
+    assert_eq!(episodes.len(), 5, "{listed}");
+    let by_model = episodes.iter().filter(|e| e["key_topics"] == json!(["tiles_test.rs"])).count();
+    assert_eq!(by_model, 4, "{listed}");
+    let fallback = episodes.iter().find(|e| e["session_id"] == "day-4").unwrap();
+    assert!(
+        fallback["summary"].as_str().unwrap().starts_with("On day 4 of the rover work: I prefer tabs"),
+        "extractive: {fallback}"
+    );
+    let day0 = episodes.iter().find(|e| e["session_id"] == "day-0").unwrap();
+    assert_eq!(day0["key_topics"], json!(["tiles_test.rs"]));
+    assert!(day0["l0_abstract"].as_str().unwrap().starts_with("On day 0 the user asked"), "{day0}");
+
+    server.push(Reply::openai(
+        &json!({"insights": [
+            {"kind": "preference", "text": "The user prefers tabs over spaces in every project.", "episodes": [1, 2, 5]},
+            {"kind": "gossip", "text": "Not a kind we keep.", "episodes": [1]}
+        ]})
+        .to_string(),
+    ));
+    let run = sandbox.json(&["work", "--once", "--jobs", "consolidate", "--json"]);
+    let report = &run["runs"][0]["report"];
+    assert_eq!((report["insights"].as_u64(), report["dreamt_episodes"].as_u64()), (Some(1), Some(5)), "{run}");
+    assert_eq!(report["promoted"], 1, "the tabs preference recurs in five episodes: {run}");
+    let memories = sandbox.json(&["memories", "--json"]);
+    let dreams: Vec<&Value> =
+        memories["memories"].as_array().unwrap().iter().filter(|m| m["tier"] == "dream").collect();
+    assert_eq!(dreams.len(), 1, "{memories}");
+    assert_eq!(dreams[0]["observation"], "The user prefers tabs over spaces in every project.");
+    assert_eq!(dreams[0]["episodes"].as_array().unwrap().len(), 3, "its episodes: {memories}");
+    let asked = server.requests();
+    let summarise = &asked[0].body;
+    assert_eq!(summarise["model"], "small-model");
+    assert_eq!(summarise["response_format"]["json_schema"]["name"], "episode_summary");
+    assert!(
+        summarise["messages"][1]["content"].as_str().unwrap().contains("On day 0 of the rover work: I prefer tabs")
+    );
+    let dream = &asked.last().unwrap().body;
+    assert_eq!(dream["model"], "big-model", "dreaming has its own model");
+    assert!(
+        dream["messages"][1]["content"].as_str().unwrap().contains("[5] On day 4 of the rover work: I prefer tabs"),
+        "{dream}"
+    );
+    assert!(
+        sandbox.json(&["episodes", "list", "--json"])["episodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| !e["promoted_at"].is_null())
+    );
+}
+
+on_both!(
+    sessions_replayed_through_the_hook_mature,
+    faded_drawers_are_pruned_to_the_archive_and_restored,
+    a_model_summarises_the_sessions_and_dreams
+);
