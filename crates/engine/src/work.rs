@@ -69,7 +69,7 @@ pub const DECAY_IDLE: Duration = Duration::from_secs(7 * 86_400);
 /// change the defaults: `MEMPALACE_PROCESS_BATCH`, `MEMPALACE_LLM_BATCH`,
 /// `MEMPALACE_{PROCESS,ENRICH,MAINTAIN,CONSOLIDATE}_EVERY_S`,
 /// `MEMPALACE_EPISODE_IDLE_S`, `MEMPALACE_CONSOLIDATION`,
-/// `MEMPALACE_DREAMING`).
+/// `MEMPALACE_DREAMING`, `MEMPALACE_PRUNE`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JobSettings {
     /// Raw drawers claimed per `process` batch.
@@ -93,6 +93,8 @@ pub struct JobSettings {
     /// Whether `consolidate` dreams (off unless asked: it writes new
     /// memories, and with a model it costs tokens).
     pub dreaming: bool,
+    /// Whether `maintain` prunes faded drawers to the archive.
+    pub prune: bool,
 }
 
 impl Default for JobSettings {
@@ -107,6 +109,7 @@ impl Default for JobSettings {
             episode_idle: crate::consolidate::EPISODE_IDLE,
             consolidation: true,
             dreaming: false,
+            prune: true,
         }
     }
 }
@@ -740,7 +743,9 @@ impl Palace {
                 DECAY_FLOOR,
             )?;
             report.expired += self.store().expire_episodic_summaries(&workspace, now)?;
-            report.archived += self.for_workspace(workspace).prune(false)?.drawers.len();
+            if self.jobs().prune {
+                report.archived += self.for_workspace(workspace).prune(false)?.drawers.len();
+            }
         }
         Ok(report)
     }

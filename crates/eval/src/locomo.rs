@@ -172,6 +172,43 @@ pub struct Options {
     pub ks: Vec<usize>,
     /// Fusion (the product's default unless comparing variants).
     pub fusion: mempalace_engine::Fusion,
+    /// Run consolidation after filing each conversation (episodes of its
+    /// sessions, promotion) and report how episode search finds the
+    /// evidence sessions (`episodes`), beside the drawers' metrics.
+    pub consolidate: bool,
+}
+
+/// What episode search adds to the drawers': the evidence sessions the
+/// top-k episodes name (`episode_session_recall_any@k`), how often they
+/// name one the drawers' top 10 missed (`episodes_add_session@k`), and,
+/// for comparison, how often drawers 11 to 10 + k would
+/// (`more_drawers_add_session@k`, k ≤ 10).
+fn episode_metrics(episodes: &[Hit], drawers: &[Hit], evidence: &[String], ks: &[usize]) -> Vec<(String, f64)> {
+    let gold: HashSet<String> = evidence.iter().map(|e| session_of(e)).collect();
+    let drawer_sessions: HashSet<String> =
+        drawers.iter().take(10).flat_map(|h| h.ids.iter().map(|i| session_of(i))).collect();
+    let mut values = Vec::new();
+    for &k in ks {
+        values.push((format!("episode_session_recall_any@{k}"), eval::recall_any(episodes, &gold, k)));
+        let added = episodes
+            .iter()
+            .take(k)
+            .flat_map(|h| h.ids.iter())
+            .any(|session| gold.contains(session) && !drawer_sessions.contains(session));
+        values.push((format!("episodes_add_session@{k}"), if added { 1.0 } else { 0.0 }));
+        // The same question asked of the next k drawers instead: what more
+        // drawers would add, for comparison.
+        if k <= 10 {
+            let added = drawers
+                .iter()
+                .skip(10)
+                .take(k)
+                .flat_map(|h| h.ids.iter().map(|i| session_of(i)))
+                .any(|session| gold.contains(&session) && !drawer_sessions.contains(&session));
+            values.push((format!("more_drawers_add_session@{k}"), if added { 1.0 } else { 0.0 }));
+        }
+    }
+    values
 }
 
 fn session_of(turn: &str) -> String {
@@ -215,6 +252,9 @@ pub fn run(
     let mut corrected_by_category: BTreeMap<u32, Accumulator> = BTreeMap::new();
     let mut latencies = Vec::new();
     let (mut drawers_filed, mut skipped, mut dropped) = (0, 0, 0);
+    let (mut episodes_overall, mut episodes_by_category) =
+        (Accumulator::default(), BTreeMap::<u32, Accumulator>::new());
+    let mut consolidated = mempalace_engine::consolidate::ConsolidateReport::default();
     let started = Instant::now();
     for sample in samples {
         let palace = palaces().map_err(EvalError::Palace)?;
@@ -240,6 +280,9 @@ pub fn run(
             }
         }
         progress(&format!("{}: {} drawers filed, {} questions", sample.id, units.len(), sample.questions.len()));
+        if options.consolidate {
+            consolidated += palace.consolidate_all()?;
+        }
         for question in &sample.questions {
             let fixed = corrections.get(&(sample.id.clone(), question.index));
             if question.evidence.is_empty() && fixed.is_none() {
@@ -273,6 +316,20 @@ pub fn run(
                 overall.add(&values);
                 by_category.entry(question.category).or_default().add(&values);
             }
+            if options.consolidate && !question.evidence.is_empty() {
+                // `conv-26:S3` is LoCoMo's session D3.
+                let found = palace.search_episodes(&question.question, None, depth, 0.0)?;
+                let episodes: Vec<Hit> = found
+                    .iter()
+                    .map(|hit| {
+                        let number = hit.episode.session_id.rsplit(":S").next().unwrap_or_default();
+                        Hit { ids: vec![format!("D{number}")], chars: hit.episode.summary.chars().count() }
+                    })
+                    .collect();
+                let values = episode_metrics(&episodes, &hits, &question.evidence, &options.ks);
+                episodes_overall.add(&values);
+                episodes_by_category.entry(question.category).or_default().add(&values);
+            }
             let evidence = fixed.unwrap_or(&question.evidence);
             if !evidence.is_empty() {
                 let values = question_metrics(&hits, evidence, &options.ks, relevant(evidence));
@@ -285,7 +342,16 @@ pub fn run(
     let groups = |map: &BTreeMap<u32, Accumulator>| -> Value {
         Value::Object(map.iter().map(|(c, a)| (c.to_string(), a.to_json())).collect())
     };
+    let episodes = options.consolidate.then(|| {
+        json!({
+            "overall": episodes_overall.to_json(),
+            "by_category": groups(&episodes_by_category),
+            "written": consolidated.episodes,
+            "promoted": consolidated.promoted,
+        })
+    });
     Ok(json!({
+        "episodes": episodes,
         "overall": overall.to_json(),
         "by_category": groups(&by_category),
         "corrected": {"overall": corrected.to_json(), "by_category": groups(&corrected_by_category)},

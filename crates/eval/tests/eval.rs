@@ -141,7 +141,8 @@ fn locomo_loads_and_runs_end_to_end_on_the_mini_set() {
     let tmp = tempfile::tempdir().unwrap();
     let mut n = 0;
     let mut factory = || static_palace(&tmp, &mut n);
-    let options = locomo::Options { ks: vec![1, 5, 10], fusion: mempalace_engine::Fusion::default() };
+    let options =
+        locomo::Options { ks: vec![1, 5, 10], fusion: mempalace_engine::Fusion::default(), consolidate: false };
     let report = locomo::run(&samples, &corrections, &mut factory, &options, &mut |_| {}).unwrap();
     // conv-a: 3 + 2 + 1 exchanges; conv-b: 2 + 1.
     assert_eq!(report["drawers"], 9, "{report}");
@@ -253,7 +254,7 @@ mod real_data {
             first,
             &corrections,
             &mut factory,
-            &locomo::Options { ks: vec![1, 5, 10], fusion: mempalace_engine::Fusion::default() },
+            &locomo::Options { ks: vec![1, 5, 10], fusion: mempalace_engine::Fusion::default(), consolidate: false },
             &mut |_| {},
         )
         .unwrap();

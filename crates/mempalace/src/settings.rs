@@ -693,6 +693,10 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
                     Some(value) => switch(value, "MEMPALACE_DREAMING")?,
                     None => defaults.dreaming,
                 },
+                prune: match env.get("MEMPALACE_PRUNE") {
+                    Some(value) => switch(value, "MEMPALACE_PRUNE")?,
+                    None => defaults.prune,
+                },
             }
         },
         llm,

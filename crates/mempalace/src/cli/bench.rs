@@ -57,6 +57,9 @@ pub struct LocomoArgs {
     /// Only the first N conversations.
     #[arg(long)]
     limit: Option<usize>,
+    /// Consolidate each conversation after filing it (episodes, promotion) and report episode search too.
+    #[arg(long)]
+    consolidate: bool,
     /// Also write the report JSON to this file.
     #[arg(long, value_name = "OUT")]
     json: Option<PathBuf>,
@@ -137,7 +140,7 @@ pub fn run(settings: &Settings, command: BenchCommand) -> Result<()> {
                 &samples,
                 &corrections,
                 &mut factory,
-                &locomo::Options { ks: args.k.clone(), fusion: args.fusion.into() },
+                &locomo::Options { ks: args.k.clone(), fusion: args.fusion.into(), consolidate: args.consolidate },
                 &mut progress,
             )?;
             report["embedder"] = embedder.as_ref().map_or(Value::Null, |e| Value::from(e.model_id()));
