@@ -77,6 +77,8 @@ pub const PRUNE_BELOW: f64 = 0.5;
 pub const PRUNE_MAX_ACCESSES: u64 = 3;
 /// …never leaving fewer active drawers than this (seed 0).
 pub const PRUNE_KEEP: u64 = 100;
+/// Where promotion remembers the newest episode it read (a source cursor).
+const PROMOTE_CURSOR: &str = "job:promote";
 /// Who files promoted and dreamt memories.
 pub const CONSOLIDATOR: &str = "consolidation";
 
@@ -326,6 +328,14 @@ impl Palace {
     /// doc). Returns how many items were promoted this run.
     pub fn promote(&self) -> EngineResult<usize> {
         let mut episodes = self.store().episodic_summaries(self.workspace())?;
+        // Promotion reads episodes only: with none written since the last
+        // run (by this job, a hook or `end_session`), it would find what
+        // that run found.
+        let newest = episodes.iter().map(|e| mempalace_core::time::format_timestamp(&e.created_at)).max();
+        let seen = self.store().source_cursor(self.workspace(), PROMOTE_CURSOR)?;
+        if newest.is_none() || newest <= seen {
+            return Ok(0);
+        }
         episodes.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         let episodes: Vec<EpisodicSummary> =
             episodes.split_off(episodes.len().saturating_sub(PROMOTE_WINDOW)).into_iter().collect();
@@ -357,6 +367,8 @@ impl Palace {
                 promoted += 1;
             }
         }
+        let newest = episodes.iter().map(|e| mempalace_core::time::format_timestamp(&e.created_at)).max();
+        self.store().set_source_cursor(self.workspace(), PROMOTE_CURSOR, newest.as_deref(), self.now())?;
         Ok(promoted)
     }
 
