@@ -193,7 +193,6 @@ fn prune_and_restore(sandbox: &Sandbox) {
     assert!(restored.starts_with(&format!("restored {id} to notes/misc")), "{restored}");
     assert_eq!(sandbox.total(), total - expected + 1);
     assert_eq!(sandbox.json(&["archive", "list", "--json"])["count"].as_u64(), Some(expected - 1));
-    let ticket = content.split(['(', ')']).nth(1).unwrap().to_string();
     let hits = sandbox.json(&["search", &content, "--results", "3", "--json"]);
     assert_eq!(hits["results"][0]["id"], id.as_str(), "found again: {hits}");
     let missing = sandbox.run(&["archive", "restore", "drawer_notes_misc_000000000000000000000000"]);
