@@ -490,7 +490,10 @@ impl Palace {
         for request in requests {
             for text in crate::ingest::chunk_texts(request) {
                 let content = mempalace_core::Content::parse(text)?;
-                let id = mempalace_core::id::drawer_id(&request.wing, &request.room, &content);
+                let id = match &request.id {
+                    Some(id) => id.clone(),
+                    None => mempalace_core::id::drawer_id(&request.wing, &request.room, &content),
+                };
                 if seen.insert(id.clone()) {
                     ids.push(id);
                 }
