@@ -19,8 +19,9 @@
 //!    the searching user (`filter.viewer`) × 1.2 (seed 2's per-user boost;
 //!    a shared drawer's score is the same whoever searches, and a user's
 //!    own copy of a shared text replaces the shared hit);
-//!    with `user_first`, only the user's own drawers are kept, unless none
-//!    matched: then the shared pool answers (seed 2's fallback);
+//!    with `user_first`, only the user's own drawers scoring at least
+//!    [`USER_MATCH_FLOOR`] (before the boost) are kept, unless there are
+//!    none: then the shared pool answers (seed 2's fallback);
 //! 4. top `limit` (1–100) within 14,000 characters; returned drawers get
 //!    access tracking.
 
@@ -36,6 +37,14 @@ use mempalace_store::{Direction, DrawerFilter};
 
 use crate::error::EngineResult;
 use crate::palace::Palace;
+
+/// Least score (before the owner boost) of a user's own hit for a
+/// user-first search to answer from the user's memory rather than fall back
+/// to the shared pool. Every drawer with a vector is a candidate, so "the
+/// user's search found nothing" (seed 2) needs a floor: MiniLM scores
+/// unrelated sentences 0.1–0.4 (0.37 for the unrelated pair of the engine
+/// test) and paraphrases above 0.6.
+pub const USER_MATCH_FLOOR: f64 = 0.5;
 
 /// Candidates taken from each ranked list before fusion.
 pub const CANDIDATES: usize = 100;
@@ -93,9 +102,9 @@ pub struct SearchRequest {
     /// names mislead).
     pub skip_graph: bool,
     /// Seed 2's per-user scope: with a `filter.viewer`, answer from the
-    /// drawers that user owns, and only when none of them matches, from the
-    /// shared pool (drawers without an owner). Without a viewer it changes
-    /// nothing.
+    /// drawers that user owns that score at least [`USER_MATCH_FLOOR`], and
+    /// only when none does, from the shared pool (drawers without an
+    /// owner). Without a viewer it changes nothing.
     pub user_first: bool,
 }
 
@@ -293,8 +302,14 @@ impl Palace {
             user_copies_win(&mut hits, &request.filter);
         }
         if user_first {
-            if hits.iter().any(|hit| owned_by_viewer(&hit.drawer, &request.filter)) {
-                hits.retain(|hit| owned_by_viewer(&hit.drawer, &request.filter));
+            // Every drawer with a vector is some candidate: the user's own
+            // count as a match only when relevant (before the boost), else
+            // the shared pool answers.
+            let matches = |hit: &SearchHit| {
+                owned_by_viewer(&hit.drawer, &request.filter) && hit.score >= USER_MATCH_FLOOR * OWNER_BOOST
+            };
+            if hits.iter().any(matches) {
+                hits.retain(matches);
             } else {
                 hits.retain(|hit| hit.drawer.owner_user_id.is_none());
             }

@@ -638,10 +638,10 @@ fn learn_files_an_insight_with_category_tags_and_scope(backend: Backend) {
 /// Issue 18 (seed 2, per-user memory): the searching user's own drawers
 /// weigh exactly 1.2 × what the same text scores when shared; a user's own
 /// copy of a shared text replaces the shared hit; a user-first search
-/// answers from the user's drawers the search finds, and from the shared
-/// pool when it finds none of theirs; another user's drawers stay invisible.
+/// answers from the user's relevant drawers, and from the shared pool when
+/// none of theirs is relevant; another user's drawers stay invisible.
 fn owned_hits_get_the_user_boost_and_user_first_falls_back_to_the_shared_pool(backend: Backend) {
-    let (_dir, palace) = palace(backend, Some(static_model()));
+    let (_dir, palace) = palace(backend, Some(minilm()));
     let raw = |room: &str, text: &str, owner: Option<&str>| {
         let mut request = request("memory_files", room, text);
         request.raw = true;
@@ -687,7 +687,12 @@ fn owned_hits_get_the_user_boost_and_user_first_falls_back_to_the_shared_pool(ba
     // User first: alice's own drawers only while she has a match…
     let first = search("when do deploys to production happen", Some("alice"), true);
     assert!(!first.is_empty() && first.iter().all(|h| h.drawer.owner_user_id.as_deref() == Some("alice")));
-    // …and the shared pool for a user the search finds nothing of.
+    assert!(first.iter().all(|h| h.score >= mempalace_engine::search::USER_MATCH_FLOOR * 1.2));
+    // …and the shared pool when none of hers is relevant…
+    let unrelated = search("how often is the staging database refreshed", Some("alice"), true);
+    assert_eq!(unrelated.first().map(|h| &h.drawer.id), Some(&ids[2]), "fell back to the shared pool");
+    assert!(unrelated.iter().all(|h| h.drawer.owner_user_id.is_none()), "her weak hit does not count as a match");
+    // …or for a user the search finds nothing of.
     let fallback = search("how often is the staging database refreshed", Some("carol"), true);
     assert_eq!(fallback.first().map(|h| &h.drawer.id), Some(&ids[2]), "fell back to the shared pool");
     assert!(fallback.iter().all(|h| h.drawer.owner_user_id.is_none()));

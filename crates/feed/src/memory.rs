@@ -40,7 +40,7 @@ use serde_json::json;
 
 use crate::FileProblem;
 use crate::error::{FeedError, FeedResult};
-use crate::files::{modified, stat};
+use crate::files::stat;
 
 /// Room of every memory-file drawer.
 pub const MEMORY_ROOM: &str = "memory";
@@ -447,7 +447,6 @@ impl Plan<'_> {
         let found = paragraphs(self.text);
         let ids = self.ids(&found, &room)?;
         let source = self.file.path.display().to_string();
-        let filed_at = modified(&self.file.path);
         let requests = found
             .iter()
             .zip(&ids)
@@ -465,7 +464,8 @@ impl Plan<'_> {
                 request.owner_user_id = self.file.owner.clone();
                 request.lines = Some((paragraph.line_start, paragraph.line_end));
                 request.chunk_index = Some(index as u32);
-                request.filed_at = filed_at;
+                // Filed when the palace first sees the paragraph: the
+                // file's time dates its latest edit, of any paragraph.
                 request.context.insert(FILE_KEY.into(), json!(self.file.relative));
                 request.context.insert(ROOT_KEY.into(), json!(self.root.display().to_string()));
                 request
