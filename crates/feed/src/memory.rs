@@ -398,7 +398,8 @@ impl Plan<'_> {
         for chunk in self.previous {
             earlier.entry(chunk.hash.as_str()).or_default().push_back(chunk.id.as_str());
         }
-        let hashes: Vec<String> = found.iter().map(|p| ContentHash::of(p.text(self.text)).as_str().to_string()).collect();
+        let hashes: Vec<String> =
+            found.iter().map(|p| ContentHash::of(p.text(self.text)).as_str().to_string()).collect();
         let mut ids: Vec<Option<DrawerId>> = vec![None; found.len()];
         let mut taken: HashSet<DrawerId> = HashSet::new();
         for (at, hash) in hashes.iter().enumerate() {
@@ -692,7 +693,8 @@ pub fn update_drawer(palace: &Palace, id: &DrawerId, update: DrawerUpdate) -> Fe
             // The drawer keeps its id, access counts and history: its text
             // is changed in place before the file is filed again.
             let text = paragraphs(&rewritten.text)[at].text(&rewritten.text).to_string();
-            palace.update_drawer(id, DrawerUpdate { content: Some(Content::parse(text)?), ..DrawerUpdate::default() })?;
+            palace
+                .update_drawer(id, DrawerUpdate { content: Some(Content::parse(text)?), ..DrawerUpdate::default() })?;
         }
         rewritten.file(palace, &drawer, &link)?;
     }
@@ -775,7 +777,9 @@ pub fn add(palace: &Palace, root: &Path, note: &MemoryNote) -> FeedResult<Memory
     let dir = scope_dir(&root, note.user.as_deref())?;
     let name = match &note.target {
         NoteTarget::Main => {
-            if !dir.join(MAIN_FILE).is_file() && dir.join(FALLBACK_FILE).is_file() && has_exact_name(&dir, FALLBACK_FILE)
+            if !dir.join(MAIN_FILE).is_file()
+                && dir.join(FALLBACK_FILE).is_file()
+                && has_exact_name(&dir, FALLBACK_FILE)
             {
                 FALLBACK_FILE.to_string()
             } else {
@@ -805,9 +809,8 @@ pub fn add(palace: &Palace, root: &Path, note: &MemoryNote) -> FeedResult<Memory
     let (before, expected) = match std::fs::read(&file.path) {
         Ok(bytes) => {
             let hash = digest(&[&bytes]);
-            let text = String::from_utf8(bytes).map_err(|_| {
-                FeedError::Invalid(format!("{source} is not UTF-8 text; memory files are Markdown"))
-            })?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| FeedError::Invalid(format!("{source} is not UTF-8 text; memory files are Markdown")))?;
             (text, Some(hash))
         }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => (String::new(), None),
@@ -865,7 +868,9 @@ fn memory_path(path: &str) -> FeedResult<String> {
         .collect::<Option<Vec<&str>>>()
         .ok_or_else(|| escape(path))?;
     if trimmed.is_empty() || parts.is_empty() {
-        return Err(FeedError::Invalid("give the memory file's path, such as MEMORY.md or memory/2026-03-23.md".into()));
+        return Err(FeedError::Invalid(
+            "give the memory file's path, such as MEMORY.md or memory/2026-03-23.md".into(),
+        ));
     }
     if trimmed.starts_with('/') || trimmed.starts_with('\\') {
         return Err(escape(path));
@@ -910,7 +915,13 @@ pub struct MemoryRead {
 /// (`users/USER/PATH`) when it exists, else the shared one (seed 2, team
 /// memory: "reads from the member's own memory first"). `MEMORY.md` falls
 /// back to `memory.md`.
-pub fn read(root: &Path, path: &str, user: Option<&str>, from: Option<usize>, lines: Option<usize>) -> FeedResult<MemoryRead> {
+pub fn read(
+    root: &Path,
+    path: &str,
+    user: Option<&str>,
+    from: Option<usize>,
+    lines: Option<usize>,
+) -> FeedResult<MemoryRead> {
     let root = memory_root(root)?;
     let relative = memory_path(path)?;
     if from == Some(0) {

@@ -683,9 +683,7 @@ mod memory_files {
         drawers.sort_by_key(|d| d.chunk_index);
         drawers
             .into_iter()
-            .map(|d| {
-                (d.id.to_string(), d.content.as_str().to_string(), (d.line_start.unwrap(), d.line_end.unwrap()))
-            })
+            .map(|d| (d.id.to_string(), d.content.as_str().to_string(), (d.line_start.unwrap(), d.line_end.unwrap())))
             .collect()
     }
 
@@ -782,7 +780,8 @@ mod memory_files {
         assert_eq!((touched.drawers_added, touched.drawers_removed), (0, 0), "{touched:?}");
 
         // Moving a paragraph's drawer out of its file's room is refused.
-        let moving = DrawerUpdate { room: Some(mempalace_core::Room::parse("elsewhere").unwrap()), ..Default::default() };
+        let moving =
+            DrawerUpdate { room: Some(mempalace_core::Room::parse("elsewhere").unwrap()), ..Default::default() };
         let refused = memory::update_drawer(&palace, &id, moving).unwrap_err();
         assert!(refused.to_string().contains("stays in wing"), "{refused}");
 
@@ -853,7 +852,10 @@ mod memory_files {
         assert_eq!(second.drawer_ids.len(), 1);
         let drawer = palace.drawer(&mempalace_core::DrawerId::parse(&second.drawer_ids[0]).unwrap()).unwrap();
         assert_eq!(drawer.content.as_str(), "Lunch is at noon.");
-        assert_eq!(palace.drawer(&mempalace_core::DrawerId::parse(&first.drawer_ids[0]).unwrap()).unwrap().room.as_str(), "memory");
+        assert_eq!(
+            palace.drawer(&mempalace_core::DrawerId::parse(&first.drawer_ids[0]).unwrap()).unwrap().room.as_str(),
+            "memory"
+        );
 
         let daily = memory::add(&palace, &root, &note("Flushed at compaction.", NoteTarget::Daily, None)).unwrap();
         let today = palace.now().format("%Y-%m-%d").to_string();
@@ -926,7 +928,11 @@ mod memory_files {
         let past = memory::read(&root, "memory.md", None, Some(9), None).unwrap_err();
         assert!(past.to_string().contains("past the end of memory.md, which has 4 lines"), "{past}");
         assert!(memory::read(&root, "memory.md", None, Some(0), None).is_err());
-        assert_eq!(memory::read(&root, "memory/index.json", None, None, None).unwrap().text, "{}", "stored, not indexed");
+        assert_eq!(
+            memory::read(&root, "memory/index.json", None, None, None).unwrap().text,
+            "{}",
+            "stored, not indexed"
+        );
 
         let own = memory::read(&root, "memory/2026-03-23.md", Some("alice"), None, None).unwrap();
         assert_eq!((own.scope, own.text.as_str()), ("user", "alice day\n"));

@@ -73,7 +73,9 @@ struct Get {
 
 fn positive(field: &str, value: Option<i64>) -> Result<Option<usize>, ToolError> {
     value
-        .map(|n| usize::try_from(n).ok().filter(|n| *n >= 1).ok_or_else(|| ToolError::param(field, "must be 1 or more")))
+        .map(|n| {
+            usize::try_from(n).ok().filter(|n| *n >= 1).ok_or_else(|| ToolError::param(field, "must be 1 or more"))
+        })
         .transpose()
 }
 

@@ -210,8 +210,13 @@ pub fn run(settings: &Settings, command: MemoryFilesCommand, open: impl Fn(Acces
                 (false, Some(file)) => NoteTarget::File(file),
                 (false, None) => NoteTarget::Main,
             };
-            let note =
-                MemoryNote { text: text_arg(args.text)?, target, user: args.user, wing: wing(args.wing)?, agent: "cli".into() };
+            let note = MemoryNote {
+                text: text_arg(args.text)?,
+                target,
+                user: args.user,
+                wing: wing(args.wing)?,
+                agent: "cli".into(),
+            };
             let added = memory::add(&open(Access::Create)?, &root, &note)?;
             if args.json {
                 return Ok(output::json(&added)?);

@@ -506,9 +506,9 @@ pub fn run(cli: Cli, env: &BTreeMap<String, String>) -> Result<()> {
         }
         Command::Memories(args) => memories::list(&open_palace(&settings, Access::Read)?, args),
         Command::Sync(args) => sync::run(&open_palace(&settings, Access::Update)?, args),
-        Command::MemoryFiles(command) => memory_files::run(&settings, command, |access| {
-            with_embedder(open_palace(&settings, access)?, &settings)
-        }),
+        Command::MemoryFiles(command) => {
+            memory_files::run(&settings, command, |access| with_embedder(open_palace(&settings, access)?, &settings))
+        }
         Command::Mine(args) => mine::run(
             &with_embedder(open_palace(&settings, Access::Create)?, &settings)?,
             args,

@@ -46,7 +46,11 @@ fn sync_edit_delete_and_refusal(store: Store) {
     let id = deploy["id"].as_str().unwrap().to_string();
 
     // Hand edit: paragraph changed, one removed.
-    write(&file, "# Notes\nThe user prefers dark mode.\n\nDeploys happen on Friday mornings.\n\nCI runs on GitHub.\n", 2);
+    write(
+        &file,
+        "# Notes\nThe user prefers dark mode.\n\nDeploys happen on Friday mornings.\n\nCI runs on GitHub.\n",
+        2,
+    );
     let listed = sandbox.json(&["memory-files", "list", &dir, "--json"]);
     assert_eq!(listed[0]["state"], "changed");
     let edited = sandbox.json(&["memory-files", "sync", &dir, "--json"]);
