@@ -33,7 +33,7 @@ use mempalace_core::paragraph::{Paragraph, append_paragraph, paragraphs, remove_
 use mempalace_core::project::ProjectConfig;
 use mempalace_core::{Content, ContentHash, Drawer, DrawerId, Hall, Room, Wing};
 use mempalace_engine::drawers::{DrawerUpdate, SourceFiling};
-use mempalace_engine::{DeleteMode, IngestRequest, Palace};
+use mempalace_engine::{DeleteMode, EngineError, IngestRequest, Palace};
 use mempalace_mine::cursor::digest;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -287,25 +287,44 @@ pub fn sync(palace: &Palace, root: &Path, options: &MemorySyncOptions) -> FeedRe
     }
     // Memory files of this root that the palace has and the disk no longer
     // does (deleted, or `memory.md` now shadowed by a new `MEMORY.md`).
+    // Only the room's drawers are read, as each owner sees them: the shared
+    // ones and those of every user folder present (a whole user folder
+    // removed leaves its drawers; `delete` them, or remove the files first).
     let root_text = root.display().to_string();
-    for (source, ids) in palace.sources(Some(wing.as_str()))? {
-        if current.contains(&source) || !Path::new(&source).starts_with(&root) {
-            continue;
+    let mut viewers: Vec<Option<String>> = vec![None];
+    let users = root.join(USERS_DIR);
+    if users.is_dir() {
+        let mut names: Vec<String> =
+            read_dir_names(&users)?.into_iter().filter(|name| valid_user(name).is_ok()).collect();
+        names.sort();
+        viewers.extend(names.into_iter().map(Some));
+    }
+    let mut gone: std::collections::BTreeMap<String, (Option<String>, usize)> = std::collections::BTreeMap::new();
+    for viewer in viewers {
+        let filter = mempalace_store::DrawerFilter {
+            wings: vec![wing.to_string()],
+            rooms: vec![MEMORY_ROOM.to_string()],
+            viewer,
+            ..Default::default()
+        };
+        let ids = palace.store().filtered_ids(palace.workspace(), &filter).map_err(EngineError::from)?;
+        for page in ids.chunks(500) {
+            for drawer in palace.store().drawers(palace.workspace(), page).map_err(EngineError::from)? {
+                let Some(source) = drawer.source_file else { continue };
+                let ours = drawer.context.get(ROOT_KEY).and_then(|v| v.as_str()) == Some(root_text.as_str());
+                if ours && !current.contains(&source) {
+                    gone.entry(source).or_insert_with(|| (drawer.owner_user_id.clone(), 0)).1 += 1;
+                }
+            }
         }
-        let Some(first) = ids.first() else { continue };
-        let drawer = palace.drawer(first)?;
-        let is_memory = Some(&drawer).is_some_and(|d| {
-            d.room.as_str() == MEMORY_ROOM && d.context.get(ROOT_KEY).and_then(|v| v.as_str()) == Some(&root_text)
-        });
-        if !is_memory {
-            continue;
-        }
+    }
+    for (source, (owner, drawers)) in gone {
         report.removed_files += 1;
         if options.dry_run {
-            report.drawers_removed += ids.len();
+            report.drawers_removed += drawers;
             continue;
         }
-        let filed = palace.file_source(&source, Vec::new())?;
+        let filed = palace.file_source_for(&source, owner.as_deref(), Vec::new())?;
         report.drawers_removed += filed.filing.removed;
         palace.set_source_cursor(&source, None)?;
     }
@@ -485,7 +504,7 @@ impl Plan<'_> {
         let source = self.file.path.display().to_string();
         let (size, mtime_ns) = stat(&self.file.path).map_err(|error| unreadable(&self.file.path, error))?;
         let (requests, ids, found) = self.requests_with()?;
-        let filed = palace.file_source(&source, requests)?;
+        let filed = palace.file_source_for(&source, self.file.owner.as_deref(), requests)?;
         let cursor = FileCursor {
             kind: CURSOR_KIND.to_string(),
             size,

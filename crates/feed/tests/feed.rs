@@ -744,6 +744,13 @@ mod memory_files {
         std::fs::remove_file(root.join("memory/2026-03-23.md")).unwrap();
         let removed = sync(&palace, &root);
         assert_eq!((removed.removed_files, removed.drawers_removed), (1, 2), "{removed:?}");
+        // A user's file edited by hand: the removed paragraph's drawer goes too.
+        write(&root.join("users/alice/MEMORY.md"), "Alice drinks tea now.\n");
+        let changed = sync(&palace, &root);
+        assert_eq!((changed.drawers_added, changed.drawers_removed), (1, 1), "{changed:?}");
+        std::fs::remove_file(root.join("users/alice/MEMORY.md")).unwrap();
+        let removed = sync(&palace, &root);
+        assert_eq!((removed.removed_files, removed.drawers_removed), (1, 1), "a user's file too: {removed:?}");
         let source = format!("{}/memory/2026-03-23.md", root.canonicalize().unwrap().display());
         let filter = DrawerFilter { source_file: Some(source), ..Default::default() };
         assert!(palace.store().filtered_ids(palace.workspace(), &filter).unwrap().is_empty());
