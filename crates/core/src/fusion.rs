@@ -14,6 +14,10 @@ use std::hash::Hash;
 pub const RRF_K: f64 = 60.0;
 /// Multiplier for memories of real-world data (seed 1 "Source Weighting").
 pub const REAL_WORLD_WEIGHT: f64 = 1.5;
+
+/// Weight of a hit owned by the searching user (seed 2, "Searching Memory":
+/// "results scoped to the current user get a 1.2× multiplier").
+pub const OWNER_BOOST: f64 = 1.2;
 /// Agent affinity boost of the seed-0 score.
 pub const AGENT_AFFINITY_BOOST: f64 = 0.1;
 /// Days over which recency halves (seed 0: `1 / (1 + days/30)`).

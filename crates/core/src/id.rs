@@ -155,6 +155,21 @@ pub fn source_drawer_id(wing: &Wing, room: &Room, source_file: &str, chunk_index
     place_id(wing, room, &sha256_hex(&[source_file, &chunk_index.to_string()]))
 }
 
+/// Id of a paragraph of a memory file (`MEMORY.md`, `memory/*.md`): the
+/// `occurrence`-th paragraph (from 0) with this text in the file at
+/// `relative_path` under its memory root. Unchanged paragraphs keep their
+/// id when others are added, edited or removed around them.
+pub fn memory_file_drawer_id(
+    wing: &Wing,
+    room: &Room,
+    relative_path: &str,
+    occurrence: u32,
+    content: &Content,
+) -> DrawerId {
+    let occurrence = occurrence.to_string();
+    place_id(wing, room, &sha256_hex(&["memory_file\0", relative_path, "\0", &occurrence, "\0", content.as_str()]))
+}
+
 /// Id of exchange `chunk_index` of a mined conversation (MemPalace 3.3.6
 /// conversation miner); `extract_mode` is `exchange` or `general`.
 pub fn convo_drawer_id(wing: &Wing, room: &Room, source_file: &str, extract_mode: &str, chunk_index: u32) -> DrawerId {

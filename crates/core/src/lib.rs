@@ -80,6 +80,7 @@ pub mod megafile;
 pub mod memory;
 pub mod name;
 pub mod origin;
+pub mod paragraph;
 pub mod project;
 pub mod prompts;
 pub mod query;

@@ -466,7 +466,25 @@ impl Palace {
     /// are replaced atomically (no reader sees both versions, a crash leaves
     /// the old one), an unchanged one files nothing and embeds nothing.
     pub fn file_source(&self, source_file: &str, requests: Vec<IngestRequest>) -> EngineResult<SourceFiled> {
-        let filter = mempalace_store::DrawerFilter { source_file: Some(source_file.to_string()), ..Default::default() };
+        let owner = requests.first().and_then(|r| r.owner_user_id.clone());
+        self.file_source_for(source_file, owner.as_deref(), requests)
+    }
+
+    /// [`Palace::file_source`] for a source whose drawers `owner` owns (a
+    /// user's memory file): the earlier drawers it replaces are those that
+    /// user sees — theirs and the shared ones — even when `requests` is
+    /// empty (the source is gone).
+    pub fn file_source_for(
+        &self,
+        source_file: &str,
+        owner: Option<&str>,
+        requests: Vec<IngestRequest>,
+    ) -> EngineResult<SourceFiled> {
+        let filter = mempalace_store::DrawerFilter {
+            source_file: Some(source_file.to_string()),
+            viewer: owner.map(str::to_string),
+            ..Default::default()
+        };
         let before: HashSet<DrawerId> = self.store().filtered_ids(self.workspace(), &filter)?.into_iter().collect();
         self.file_requests(requests, &before)
     }
@@ -493,7 +511,10 @@ impl Palace {
         for request in requests {
             for text in crate::ingest::chunk_texts(request) {
                 let content = mempalace_core::Content::parse(text)?;
-                let id = mempalace_core::id::drawer_id(&request.wing, &request.room, &content);
+                let id = match &request.id {
+                    Some(id) => id.clone(),
+                    None => mempalace_core::id::drawer_id(&request.wing, &request.room, &content),
+                };
                 if seen.insert(id.clone()) {
                     ids.push(id);
                 }

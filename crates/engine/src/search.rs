@@ -15,7 +15,13 @@
 //!    depends on the drawer and the query only, never on the other hits
 //!    (reciprocal rank fusion and the seed-0 score
 //!    `importance × recency × max(similarity, graph) + agent affinity` are
-//!    alternatives); real-world memories weigh × 1.5;
+//!    alternatives); real-world memories weigh × 1.5 and drawers owned by
+//!    the searching user (`filter.viewer`) × 1.2 (seed 2's per-user boost;
+//!    a shared drawer's score is the same whoever searches, and a user's
+//!    own copy of a shared text replaces the shared hit);
+//!    with `user_first`, only the user's own drawers scoring at least
+//!    [`USER_MATCH_FLOOR`] (before the boost) are kept, unless there are
+//!    none: then the shared pool answers (seed 2's fallback);
 //! 4. top `limit` (1–100) within 14,000 characters; returned drawers get
 //!    access tracking.
 
@@ -23,7 +29,7 @@ use std::collections::HashMap;
 
 use mempalace_core::filter::{ContextFilter, SpatialSort};
 use mempalace_core::fusion::{
-    REAL_WORLD_WEIGHT, RRF_K, combine_evidence, lexical_evidence, recency_factor, rrf, seed0_score,
+    OWNER_BOOST, REAL_WORLD_WEIGHT, RRF_K, combine_evidence, lexical_evidence, recency_factor, rrf, seed0_score,
 };
 use mempalace_core::layers::{ResultLimit, l3_fit};
 use mempalace_core::{Drawer, DrawerId, lexical, vector};
@@ -31,6 +37,14 @@ use mempalace_store::{Direction, DrawerFilter};
 
 use crate::error::EngineResult;
 use crate::palace::Palace;
+
+/// Least score (before the owner boost) of a user's own hit for a
+/// user-first search to answer from the user's memory rather than fall back
+/// to the shared pool. Every drawer with a vector is a candidate, so "the
+/// user's search found nothing" (seed 2) needs a floor: MiniLM scores
+/// unrelated sentences 0.1–0.4 (0.37 for the unrelated pair of the engine
+/// test) and paraphrases above 0.6.
+pub const USER_MATCH_FLOOR: f64 = 0.5;
 
 /// Candidates taken from each ranked list before fusion.
 pub const CANDIDATES: usize = 100;
@@ -87,6 +101,11 @@ pub struct SearchRequest {
     /// Leave the knowledge-graph signal out (to compare, or when entity
     /// names mislead).
     pub skip_graph: bool,
+    /// Seed 2's per-user scope: with a `filter.viewer`, answer from the
+    /// drawers that user owns that score at least [`USER_MATCH_FLOOR`], and
+    /// only when none does, from the shared pool (drawers without an
+    /// owner). Without a viewer it changes nothing.
+    pub user_first: bool,
 }
 
 /// Why a search ran without vectors.
@@ -104,7 +123,8 @@ pub struct SearchHit {
     /// The drawer.
     pub drawer: Drawer,
     /// Final score: with the default fusion, 0–1 evidence of relevance
-    /// (× 1.5 for real-world memories), comparable across queries.
+    /// (× 1.5 for real-world memories, × 1.2 for a drawer owned by the
+    /// searching user), comparable across queries.
     pub score: f64,
     /// Cosine similarity to the query, when both have vectors of the model.
     pub similarity: Option<f32>,
@@ -213,7 +233,10 @@ impl Palace {
         // The head of the fused list is fetched; post-filters may drop some.
         // Rank fusion puts every strong candidate of any list near the
         // head, whichever final scoring is used.
-        let head_size = (limit * 4).max(50);
+        // A user-first search looks through every candidate for the user's
+        // own drawers, which may rank below the head among shared ones.
+        let user_first = request.user_first && request.filter.viewer.is_some();
+        let head_size = if user_first { fused.len() } else { (limit * 4).max(50) };
         let head_ids: Vec<DrawerId> = fused.iter().take(head_size).map(|(id, _)| id.clone()).collect();
         let drawers = self.store().drawers(self.workspace(), &head_ids)?;
         let by_id: HashMap<DrawerId, Drawer> = drawers.into_iter().map(|d| (d.id.clone(), d)).collect();
@@ -270,7 +293,26 @@ impl Palace {
             if is_real_world(drawer) {
                 score *= REAL_WORLD_WEIGHT;
             }
+            if owned_by_viewer(drawer, &request.filter) {
+                score *= OWNER_BOOST;
+            }
             hits.push(SearchHit { drawer: drawer.clone(), score, similarity, bm25: bm25.get(id).copied(), distance });
+        }
+        if request.filter.viewer.is_some() {
+            user_copies_win(&mut hits, &request.filter);
+        }
+        if user_first {
+            // Every drawer with a vector is some candidate: the user's own
+            // count as a match only when relevant (before the boost), else
+            // the shared pool answers.
+            let matches = |hit: &SearchHit| {
+                owned_by_viewer(&hit.drawer, &request.filter) && hit.score >= USER_MATCH_FLOOR * OWNER_BOOST
+            };
+            if hits.iter().any(matches) {
+                hits.retain(matches);
+            } else {
+                hits.retain(|hit| hit.drawer.owner_user_id.is_none());
+            }
         }
         match &request.spatial {
             Some(_) => hits.sort_by(|a, b| a.distance.unwrap_or(f64::MAX).total_cmp(&b.distance.unwrap_or(f64::MAX))),
@@ -381,6 +423,30 @@ impl Palace {
         let hits = self.nearest(&model, &query_vector, filter, CANDIDATES)?;
         Ok((hits, Some((model, query_vector)), SearchMode::Hybrid))
     }
+}
+
+/// Whether the drawer is owned by the searching user.
+fn owned_by_viewer(drawer: &Drawer, filter: &DrawerFilter) -> bool {
+    drawer.owner_user_id.is_some() && drawer.owner_user_id == filter.viewer
+}
+
+/// Drops a shared hit whose text the user's own hits hold too (seed 2:
+/// "if both user-scoped and global results match, user copy wins").
+fn user_copies_win(hits: &mut Vec<SearchHit>, filter: &DrawerFilter) {
+    let own: std::collections::HashSet<&str> = hits
+        .iter()
+        .filter(|hit| owned_by_viewer(&hit.drawer, filter))
+        .map(|hit| hit.drawer.content_hash.as_str())
+        .collect();
+    if own.is_empty() {
+        return;
+    }
+    let shared_copies: std::collections::HashSet<DrawerId> = hits
+        .iter()
+        .filter(|hit| hit.drawer.owner_user_id.is_none() && own.contains(hit.drawer.content_hash.as_str()))
+        .map(|hit| hit.drawer.id.clone())
+        .collect();
+    hits.retain(|hit| !shared_copies.contains(&hit.drawer.id));
 }
 
 /// Among the hits that are extracted memories, the searching user's own

@@ -635,6 +635,78 @@ fn learn_files_an_insight_with_category_tags_and_scope(backend: Backend) {
     assert!(drawer.tags.iter().any(|t| t.tag == "root_cause"));
 }
 
+/// Issue 18 (seed 2, per-user memory): the searching user's own drawers
+/// weigh exactly 1.2 × what the same text scores when shared; a user's own
+/// copy of a shared text replaces the shared hit; a user-first search
+/// answers from the user's relevant drawers, and from the shared pool when
+/// none of theirs is relevant; another user's drawers stay invisible.
+fn owned_hits_get_the_user_boost_and_user_first_falls_back_to_the_shared_pool(backend: Backend) {
+    let (_dir, palace) = palace(backend, Some(minilm()));
+    let raw = |room: &str, text: &str, owner: Option<&str>| {
+        let mut request = request("memory_files", room, text);
+        request.raw = true;
+        request.owner_user_id = owner.map(str::to_string);
+        request
+    };
+    let deploy = "Deploys to production happen on Friday mornings after the smoke tests pass.";
+    let reports = palace.ingest_batch(vec![
+        raw("shared", deploy, None),
+        raw("alice", deploy, Some("alice")),
+        raw("shared", "The staging database is refreshed from backups every night.", None),
+        raw("bob", "Bob keeps his deploy checklist in the ops wiki.", Some("bob")),
+    ]);
+    let ids: Vec<_> = reports.iter().map(|r| r.as_ref().unwrap().drawer_ids()[0].clone()).collect();
+    let search = |query: &str, viewer: Option<&str>, user_first: bool| {
+        palace
+            .search(&SearchRequest {
+                query: query.into(),
+                limit: mempalace_core::layers::ResultLimit::constant(10),
+                filter: mempalace_store::DrawerFilter { viewer: viewer.map(str::to_string), ..Default::default() },
+                skip_access_tracking: true,
+                user_first,
+                ..Default::default()
+            })
+            .unwrap()
+            .hits
+    };
+    // Without a viewer only shared drawers are visible, with their plain score.
+    let anonymous = search("when do deploys to production happen", None, false);
+    let shared_score = anonymous.iter().find(|h| h.drawer.id == ids[0]).expect("shared deploy note").score;
+    assert!(anonymous.iter().all(|h| h.drawer.owner_user_id.is_none()));
+    // Alice sees her copy, boosted by exactly 1.2, in place of the shared one.
+    let alice = search("when do deploys to production happen", Some("alice"), false);
+    assert_eq!(alice[0].drawer.id, ids[1], "her own copy first");
+    assert!((alice[0].score - 1.2 * shared_score).abs() < 1e-9, "{} vs 1.2 × {shared_score}", alice[0].score);
+    assert!(alice.iter().all(|h| h.drawer.id != ids[0]), "the shared copy gave way to hers");
+    assert!(alice.iter().all(|h| h.drawer.owner_user_id.as_deref() != Some("bob")), "bob's drawer stays private");
+    let staging = alice.iter().find(|h| h.drawer.id == ids[2]);
+    if let Some(staging) = staging {
+        let plain = anonymous.iter().find(|h| h.drawer.id == ids[2]).expect("same hit without a viewer");
+        assert!((staging.score - plain.score).abs() < 1e-12, "a shared hit scores the same for everyone");
+    }
+    // User first: alice's own drawers only while she has a match…
+    let first = search("when do deploys to production happen", Some("alice"), true);
+    assert!(!first.is_empty() && first.iter().all(|h| h.drawer.owner_user_id.as_deref() == Some("alice")));
+    assert!(first.iter().all(|h| h.score >= mempalace_engine::search::USER_MATCH_FLOOR * 1.2));
+    // …and the shared pool when none of hers is relevant…
+    let unrelated = search("how often is the staging database refreshed", Some("alice"), true);
+    assert_eq!(unrelated.first().map(|h| &h.drawer.id), Some(&ids[2]), "fell back to the shared pool");
+    assert!(unrelated.iter().all(|h| h.drawer.owner_user_id.is_none()), "her weak hit does not count as a match");
+    // …or for a user the search finds nothing of.
+    let fallback = search("how often is the staging database refreshed", Some("carol"), true);
+    assert_eq!(fallback.first().map(|h| &h.drawer.id), Some(&ids[2]), "fell back to the shared pool");
+    assert!(fallback.iter().all(|h| h.drawer.owner_user_id.is_none()));
+    let plain = search("how often is the staging database refreshed", Some("carol"), false);
+    assert_eq!(
+        fallback.iter().map(|h| (&h.drawer.id, h.score)).collect::<Vec<_>>(),
+        plain.iter().map(|h| (&h.drawer.id, h.score)).collect::<Vec<_>>(),
+        "the fallback is the plain search of the shared pool"
+    );
+    // Bob's own drawer answers bob first.
+    let bob = search("deploy checklist", Some("bob"), true);
+    assert_eq!(bob.iter().map(|h| &h.drawer.id).collect::<Vec<_>>(), vec![&ids[3]]);
+}
+
 on_both!(
     hybrid_search_finds_paraphrases_and_exact_keywords,
     meaning_beats_stray_keywords_and_exact_tokens_still_win,
@@ -648,4 +720,5 @@ on_both!(
     without_an_embedder_search_is_lexical_and_says_so,
     wake_up_recall_and_inject,
     learn_files_an_insight_with_category_tags_and_scope,
+    owned_hits_get_the_user_boost_and_user_first_falls_back_to_the_shared_pool,
 );

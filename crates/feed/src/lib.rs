@@ -19,6 +19,7 @@ mod convos;
 mod error;
 mod files;
 mod general;
+pub mod memory;
 mod opencode;
 mod project;
 pub mod schedule;

@@ -1,7 +1,9 @@
 //! Projects: the documents of a folder (code too on request), honouring
 //! `.gitignore`, routed to rooms by the project's `mempalace.yaml`, cut
 //! into line-ranged chunks. A file is re-read only when its size or time
-//! changed, and re-filed only when its content did.
+//! changed, and re-filed only when its content did. The project's memory
+//! files (`MEMORY.md`, `memory/*.md`) are filed as memory instead, one
+//! drawer per paragraph (`crate::memory`).
 
 use std::path::Path;
 
@@ -60,6 +62,10 @@ pub(crate) fn mine(
         exclude: config.as_ref().map(|c| c.exclude_patterns.clone()).unwrap_or_default(),
     };
     let mut files = mempalace_mine::project::walk(&root, &walk).map_err(FeedError::Invalid)?;
+    // Memory files are filed as memory, paragraph by paragraph (crate::memory).
+    let memory_files: std::collections::HashSet<std::path::PathBuf> =
+        crate::memory::memory_files(&root)?.into_iter().map(|file| file.path).collect();
+    files.retain(|file| !memory_files.contains(file));
     if let Some(limit) = options.limit {
         files.truncate(limit);
     }
@@ -161,6 +167,18 @@ pub(crate) fn mine(
             Err(error) => report.failed.push(FileProblem { file: source, error: error.to_string() }),
         }
     }
+    let memory_options = crate::memory::MemorySyncOptions {
+        wing: Some(wing.clone()),
+        agent: options.agent.clone(),
+        dry_run: options.dry_run,
+    };
+    let memory = crate::memory::sync(palace, &root, &memory_options)?;
+    report.files += memory.files;
+    report.read += memory.files - memory.failed.len();
+    report.drawers_added += memory.drawers_added;
+    report.drawers_unchanged += memory.drawers_unchanged;
+    report.drawers_removed += memory.drawers_removed;
+    report.failed.extend(memory.failed);
     progress(files.len(), files.len(), report.drawers_added);
     if report.read == 0 && !files.is_empty() {
         return Err(FeedError::NothingMined("no file was readable text".into()));

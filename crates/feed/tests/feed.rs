@@ -603,3 +603,363 @@ mod real_data {
         }
     }
 }
+
+/// Issue 18: GoClaw memory files (`MEMORY.md`, `memory/*.md`) as memory,
+/// kept in sync both ways, on both stores.
+mod memory_files {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use mempalace_core::{Content, DrawerStatus, WorkspaceId};
+    use mempalace_engine::drawers::DrawerUpdate;
+    use mempalace_engine::{DeleteMode, EngineError, Palace};
+    use mempalace_feed::memory::{self, MemoryNote, MemorySyncOptions, NoteTarget};
+    use mempalace_feed::{FeedError, MineOptions, Mode, mine};
+    use mempalace_store::DrawerFilter;
+
+    /// Keeps a palace's directory or schema alive.
+    #[allow(dead_code)]
+    enum Fixture {
+        Dir(tempfile::TempDir),
+        Schema(mempalace_postgres::testing::TestSchema),
+    }
+
+    fn palace(postgres: bool) -> Option<(Fixture, Palace)> {
+        let (fixture, store): (Fixture, Arc<dyn mempalace_store::Store>) = if postgres {
+            let schema = mempalace_postgres::testing::TestSchema::on_test_server()?;
+            let store = schema.open();
+            (Fixture::Schema(schema), Arc::new(store))
+        } else {
+            let dir = tempfile::tempdir().unwrap();
+            let options = mempalace_sqlite::SqliteOptions { create: true, ..Default::default() };
+            let store = mempalace_sqlite::SqliteStore::open(&dir.path().join("palace.db"), options).unwrap();
+            (Fixture::Dir(dir), Arc::new(store))
+        };
+        Some((fixture, Palace::new(store, WorkspaceId::default_workspace())))
+    }
+
+    macro_rules! on_both {
+        ($($name:ident),+ $(,)?) => {
+            mod sqlite { $( #[test] fn $name() { super::$name(false) } )+ }
+            mod postgres {
+                $( #[test] fn $name() {
+                    if mempalace_postgres::testing::server().is_some() { super::$name(true) }
+                } )+
+            }
+        };
+    }
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+        // A later write must change the time the sync compares, whatever the
+        // file system's clock granularity.
+        let when = std::time::SystemTime::now() + std::time::Duration::from_secs(rand_offset(path));
+        std::fs::File::options().write(true).open(path).unwrap().set_modified(when).unwrap();
+    }
+
+    /// A different modification time for each write of a file.
+    fn rand_offset(path: &Path) -> u64 {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNTER: AtomicU64 = AtomicU64::new(1);
+        COUNTER.fetch_add(1, Ordering::Relaxed) + path.as_os_str().len() as u64
+    }
+
+    fn sync(palace: &Palace, root: &Path) -> memory::MemorySyncReport {
+        memory::sync(palace, root, &MemorySyncOptions::default()).expect("sync")
+    }
+
+    /// The memory drawers of a file, in file order: (id, text, lines).
+    fn drawers_of(palace: &Palace, file: &Path) -> Vec<(String, String, (u32, u32))> {
+        drawers_seen_by(palace, file, None)
+    }
+
+    fn drawers_seen_by(palace: &Palace, file: &Path, viewer: Option<&str>) -> Vec<(String, String, (u32, u32))> {
+        let source = file.canonicalize().unwrap().display().to_string();
+        let viewer = viewer.map(str::to_string);
+        let filter = DrawerFilter { source_file: Some(source), viewer, ..Default::default() };
+        let ids = palace.store().filtered_ids(palace.workspace(), &filter).unwrap();
+        let mut drawers = palace.store().drawers(palace.workspace(), &ids).unwrap();
+        drawers.sort_by_key(|d| d.chunk_index);
+        drawers
+            .into_iter()
+            .map(|d| (d.id.to_string(), d.content.as_str().to_string(), (d.line_start.unwrap(), d.line_end.unwrap())))
+            .collect()
+    }
+
+    const MAIN: &str = "# Memory\nThe user prefers dark mode.\n\nDeploys happen on Friday mornings.\n\nThe staging database is called orca.\n";
+
+    fn memory_files_are_filed_by_paragraph_and_hand_edits_are_picked_up(postgres: bool) {
+        let Some((_fixture, palace)) = palace(postgres) else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("agent-one");
+        write(&root.join("MEMORY.md"), MAIN);
+        write(&root.join("memory.md"), "Shadowed by MEMORY.md.\n");
+        write(&root.join("memory/2026-03-23.md"), "Flushed fact one.\n\nFlushed fact two.\n");
+        write(&root.join("memory/index.json"), "{\"not\": \"indexed\"}");
+        write(&root.join("users/alice/MEMORY.md"), "Alice drinks her coffee black.\n");
+
+        let report = sync(&palace, &root);
+        assert_eq!((report.files, report.refiled, report.drawers_added), (3, 3, 6), "{report:?}");
+        assert_eq!(report.wing, "agent_one");
+        let main = drawers_of(&palace, &root.join("MEMORY.md"));
+        let texts: Vec<&str> = main.iter().map(|d| d.1.as_str()).collect();
+        assert_eq!(
+            texts,
+            vec![
+                "# Memory\nThe user prefers dark mode.",
+                "Deploys happen on Friday mornings.",
+                "The staging database is called orca."
+            ]
+        );
+        assert_eq!(main.iter().map(|d| d.2).collect::<Vec<_>>(), vec![(1, 2), (4, 4), (6, 6)]);
+        let drawer = palace.drawer(&mempalace_core::DrawerId::parse(&main[1].0).unwrap()).unwrap();
+        assert_eq!((drawer.wing.as_str(), drawer.room.as_str()), ("agent_one", "memory"));
+        assert_eq!(drawer.context["memory_file"], "MEMORY.md");
+        assert!(drawer.owner_user_id.is_none());
+        assert!(drawers_of(&palace, &root.join("users/alice/MEMORY.md")).is_empty(), "private to alice");
+        let alice = drawers_seen_by(&palace, &root.join("users/alice/MEMORY.md"), Some("alice"));
+        let alice = palace.drawer(&mempalace_core::DrawerId::parse(&alice[0].0).unwrap()).unwrap();
+        assert_eq!(alice.owner_user_id.as_deref(), Some("alice"));
+        assert_eq!(alice.context["memory_file"], "users/alice/MEMORY.md");
+
+        let again = sync(&palace, &root);
+        assert_eq!((again.refiled, again.drawers_added, again.drawers_unchanged), (0, 0, 6), "{again:?}");
+
+        // A hand edit: one paragraph changed, one removed, one added.
+        write(
+            &root.join("MEMORY.md"),
+            "# Memory\nThe user prefers dark mode.\n\nDeploys happen on Tuesday mornings.\n\nNew: the CI runs on GitHub.\n",
+        );
+        let edited = sync(&palace, &root);
+        assert_eq!((edited.refiled, edited.drawers_added, edited.drawers_removed), (1, 2, 2), "{edited:?}");
+        let after = drawers_of(&palace, &root.join("MEMORY.md"));
+        assert_eq!(after[0].0, main[0].0, "an unchanged paragraph keeps its id");
+        assert_eq!(after[1].1, "Deploys happen on Tuesday mornings.");
+        assert_eq!(after[2].1, "New: the CI runs on GitHub.");
+        let gone = palace.drawer(&mempalace_core::DrawerId::parse(&main[2].0).unwrap());
+        assert!(matches!(gone, Err(EngineError::NotFound { .. })), "the removed paragraph's drawer is gone");
+
+        // A file deleted by hand takes its drawers along.
+        std::fs::remove_file(root.join("memory/2026-03-23.md")).unwrap();
+        let removed = sync(&palace, &root);
+        assert_eq!((removed.removed_files, removed.drawers_removed), (1, 2), "{removed:?}");
+        // A user's file edited by hand: the removed paragraph's drawer goes too.
+        write(&root.join("users/alice/MEMORY.md"), "Alice drinks tea now.\n");
+        let changed = sync(&palace, &root);
+        assert_eq!((changed.drawers_added, changed.drawers_removed), (1, 1), "{changed:?}");
+        std::fs::remove_file(root.join("users/alice/MEMORY.md")).unwrap();
+        let removed = sync(&palace, &root);
+        assert_eq!((removed.removed_files, removed.drawers_removed), (1, 1), "a user's file too: {removed:?}");
+        let source = format!("{}/memory/2026-03-23.md", root.canonicalize().unwrap().display());
+        let filter = DrawerFilter { source_file: Some(source), ..Default::default() };
+        assert!(palace.store().filtered_ids(palace.workspace(), &filter).unwrap().is_empty());
+    }
+
+    fn palace_edits_are_written_back_to_the_file_and_keep_ids(postgres: bool) {
+        let Some((_fixture, palace)) = palace(postgres) else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("proj");
+        let file = root.join("MEMORY.md");
+        write(&file, MAIN);
+        sync(&palace, &root);
+        let before = drawers_of(&palace, &file);
+        let id = mempalace_core::DrawerId::parse(&before[1].0).unwrap();
+
+        let update = DrawerUpdate {
+            content: Some(Content::parse("Deploys happen on Monday evenings.").unwrap()),
+            ..DrawerUpdate::default()
+        };
+        let updated = memory::update_drawer(&palace, &id, update).expect("edit written back");
+        assert_eq!(updated.id, id, "the drawer keeps its id");
+        assert_eq!(updated.content.as_str(), "Deploys happen on Monday evenings.");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            MAIN.replace("Friday mornings", "Monday evenings"),
+            "the paragraph was rewritten in place"
+        );
+        let after = drawers_of(&palace, &file);
+        assert_eq!(after.iter().map(|d| &d.0).collect::<Vec<_>>(), before.iter().map(|d| &d.0).collect::<Vec<_>>());
+        assert_eq!(sync(&palace, &root).refiled, 0, "the palace already has the file as written");
+        // Touched but unchanged bytes: read again, nothing filed, ids kept.
+        write(&file, &std::fs::read_to_string(&file).unwrap());
+        let touched = sync(&palace, &root);
+        assert_eq!((touched.drawers_added, touched.drawers_removed), (0, 0), "{touched:?}");
+
+        // Moving a paragraph's drawer out of its file's room is refused.
+        let moving =
+            DrawerUpdate { room: Some(mempalace_core::Room::parse("elsewhere").unwrap()), ..Default::default() };
+        let refused = memory::update_drawer(&palace, &id, moving).unwrap_err();
+        assert!(refused.to_string().contains("stays in wing"), "{refused}");
+
+        // Delete: soft keeps the drawer hidden for review, the paragraph leaves the file.
+        memory::delete_drawer(&palace, &id, DeleteMode::Soft { reason: Some("outdated".into()) }).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            "# Memory\nThe user prefers dark mode.\n\nThe staging database is called orca.\n"
+        );
+        assert_eq!(palace.drawer(&id).unwrap().status, DrawerStatus::Invalidated);
+        let last = mempalace_core::DrawerId::parse(&before[2].0).unwrap();
+        memory::delete_drawer(&palace, &last, DeleteMode::Hard).unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "# Memory\nThe user prefers dark mode.\n");
+        assert!(matches!(palace.drawer(&last), Err(EngineError::NotFound { .. })));
+        assert_eq!(drawers_of(&palace, &file).len(), 1);
+        assert_eq!(sync(&palace, &root).refiled, 0);
+    }
+
+    fn a_hand_edit_not_yet_synced_is_never_overwritten(postgres: bool) {
+        let Some((_fixture, palace)) = palace(postgres) else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("proj");
+        let file = root.join("MEMORY.md");
+        write(&file, MAIN);
+        sync(&palace, &root);
+        let id = mempalace_core::DrawerId::parse(&drawers_of(&palace, &file)[1].0).unwrap();
+        let hand = format!("{MAIN}\nWritten by hand meanwhile.\n");
+        write(&file, &hand);
+        let update =
+            DrawerUpdate { content: Some(Content::parse("From the palace.").unwrap()), ..DrawerUpdate::default() };
+        let error = memory::update_drawer(&palace, &id, update.clone()).unwrap_err();
+        assert!(matches!(error, FeedError::Invalid(_)), "{error:?}");
+        let message = error.to_string();
+        assert!(message.contains("changed since the palace last read it") && message.contains("memory-files sync"));
+        let refused = memory::delete_drawer(&palace, &id, DeleteMode::Hard).unwrap_err();
+        assert!(refused.to_string().contains("changed since"), "{refused}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), hand, "the hand edit is intact");
+        assert_eq!(palace.drawer(&id).unwrap().content.as_str(), "Deploys happen on Friday mornings.");
+        let leftovers: Vec<_> = std::fs::read_dir(&root).unwrap().filter_map(Result::ok).collect();
+        assert_eq!(leftovers.len(), 1, "no temporary file left behind");
+        // After a sync the same edit goes through, and the hand edit stays.
+        sync(&palace, &root);
+        memory::update_drawer(&palace, &id, update).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains("From the palace.") && text.contains("Written by hand meanwhile."), "{text}");
+    }
+
+    fn memories_are_added_to_memory_md_daily_files_and_user_files(postgres: bool) {
+        let Some((_fixture, palace)) = palace(postgres) else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("proj");
+        std::fs::create_dir_all(&root).unwrap();
+        let note = |text: &str, target: NoteTarget, user: Option<&str>| MemoryNote {
+            text: text.into(),
+            target,
+            user: user.map(str::to_string),
+            wing: None,
+            agent: "test".into(),
+        };
+        let first = memory::add(&palace, &root, &note("The user prefers tabs.", NoteTarget::Main, None)).unwrap();
+        assert_eq!(first.path, "MEMORY.md");
+        assert_eq!(std::fs::read_to_string(root.join("MEMORY.md")).unwrap(), "The user prefers tabs.\n");
+        let second = memory::add(&palace, &root, &note("  Lunch is at noon.\n", NoteTarget::Main, None)).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(root.join("MEMORY.md")).unwrap(),
+            "The user prefers tabs.\n\nLunch is at noon.\n"
+        );
+        assert_eq!(second.drawer_ids.len(), 1);
+        let drawer = palace.drawer(&mempalace_core::DrawerId::parse(&second.drawer_ids[0]).unwrap()).unwrap();
+        assert_eq!(drawer.content.as_str(), "Lunch is at noon.");
+        assert_eq!(
+            palace.drawer(&mempalace_core::DrawerId::parse(&first.drawer_ids[0]).unwrap()).unwrap().room.as_str(),
+            "memory"
+        );
+
+        let daily = memory::add(&palace, &root, &note("Flushed at compaction.", NoteTarget::Daily, None)).unwrap();
+        let today = palace.now().format("%Y-%m-%d").to_string();
+        assert_eq!(daily.path, format!("memory/{today}.md"));
+        let own = memory::add(&palace, &root, &note("Bob works nights.", NoteTarget::Main, Some("bob"))).unwrap();
+        assert_eq!(own.path, "users/bob/MEMORY.md");
+        let bob = palace.drawer(&mempalace_core::DrawerId::parse(&own.drawer_ids[0]).unwrap()).unwrap();
+        assert_eq!(bob.owner_user_id.as_deref(), Some("bob"));
+        // Everything added is what a sync finds: nothing to file again.
+        let report = sync(&palace, &root);
+        assert_eq!((report.files, report.refiled), (3, 0), "{report:?}");
+
+        for (target, needle) in [
+            (NoteTarget::File("notes.txt".into()), "not a memory file"),
+            (NoteTarget::File("memory/deep/x.md".into()), "not a memory file that is indexed"),
+            (NoteTarget::File("../MEMORY.md".into()), "leaves the memory root"),
+        ] {
+            let error = memory::add(&palace, &root, &note("x", target, None)).unwrap_err();
+            assert!(error.to_string().contains(needle), "{error}");
+        }
+        let error = memory::add(&palace, &root, &note("x", NoteTarget::Main, Some("../eve"))).unwrap_err();
+        assert!(error.to_string().contains("cannot name a memory folder"), "{error}");
+    }
+
+    fn mine_files_a_projects_memory_files_as_memory(postgres: bool) {
+        let Some((_fixture, palace)) = palace(postgres) else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("lab");
+        write(&root.join("README.md"), "# Lab\n\nA project about lab notes and their memory.\n");
+        write(&root.join("MEMORY.md"), MAIN);
+        write(&root.join("memory/2026-01-02.md"), "A daily note.\n");
+        let report = mine(&palace, Some(&root), None, &MineOptions::new(Mode::Projects), &mut |_, _, _| {}).unwrap();
+        assert_eq!(report.files, 3, "{report:?}");
+        let main = drawers_of(&palace, &root.join("MEMORY.md"));
+        assert_eq!(main.len(), 3, "one drawer per paragraph");
+        let drawer = palace.drawer(&mempalace_core::DrawerId::parse(&main[0].0).unwrap()).unwrap();
+        assert_eq!((drawer.wing.as_str(), drawer.room.as_str()), ("lab", "memory"));
+        let again = mine(&palace, Some(&root), None, &MineOptions::new(Mode::Projects), &mut |_, _, _| {}).unwrap();
+        assert_eq!(again.drawers_added, 0, "{again:?}");
+        assert_eq!(drawers_of(&palace, &root.join("memory/2026-01-02.md")).len(), 1);
+    }
+
+    on_both!(
+        memory_files_are_filed_by_paragraph_and_hand_edits_are_picked_up,
+        palace_edits_are_written_back_to_the_file_and_keep_ids,
+        a_hand_edit_not_yet_synced_is_never_overwritten,
+        memories_are_added_to_memory_md_daily_files_and_user_files,
+        mine_files_a_projects_memory_files_as_memory,
+    );
+
+    #[test]
+    fn read_serves_line_ranges_the_users_own_file_first_and_refuses_escapes() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("agent");
+        std::fs::create_dir_all(root.join("memory")).unwrap();
+        std::fs::write(root.join("memory.md"), "one\ntwo\nthree\nfour\n").unwrap();
+        std::fs::write(root.join("memory/2026-03-23.md"), "shared day\n").unwrap();
+        std::fs::write(root.join("memory/index.json"), "{}").unwrap();
+        std::fs::create_dir_all(root.join("users/alice/memory")).unwrap();
+        std::fs::write(root.join("users/alice/memory/2026-03-23.md"), "alice day\n").unwrap();
+        std::fs::write(dir.path().join("secret.md"), "outside\n").unwrap();
+
+        let all = memory::read(&root, "MEMORY.md", None, None, None).unwrap();
+        assert_eq!((all.path.as_str(), all.scope, all.total_lines), ("memory.md", "shared", 4), "MEMORY.md falls back");
+        assert_eq!(all.text, "one\ntwo\nthree\nfour\n");
+        let range = memory::read(&root, "./memory.md", None, Some(2), Some(2)).unwrap();
+        assert_eq!((range.from, range.to, range.text.as_str()), (2, 3, "two\nthree\n"));
+        let tail = memory::read(&root, "memory.md", None, Some(4), Some(10)).unwrap();
+        assert_eq!((tail.to, tail.text.as_str()), (4, "four\n"));
+        let past = memory::read(&root, "memory.md", None, Some(9), None).unwrap_err();
+        assert!(past.to_string().contains("past the end of memory.md, which has 4 lines"), "{past}");
+        assert!(memory::read(&root, "memory.md", None, Some(0), None).is_err());
+        assert_eq!(
+            memory::read(&root, "memory/index.json", None, None, None).unwrap().text,
+            "{}",
+            "stored, not indexed"
+        );
+
+        let own = memory::read(&root, "memory/2026-03-23.md", Some("alice"), None, None).unwrap();
+        assert_eq!((own.scope, own.text.as_str()), ("user", "alice day\n"));
+        let fallback = memory::read(&root, "memory/2026-03-23.md", Some("bob"), None, None).unwrap();
+        assert_eq!((fallback.scope, fallback.text.as_str()), ("shared", "shared day\n"));
+
+        let missing = memory::read(&root, "memory/nope.md", Some("bob"), None, None).unwrap_err();
+        assert!(matches!(missing, FeedError::NotFound { .. }), "{missing:?}");
+        assert!(missing.to_string().contains("users/bob/memory/nope.md nor memory/nope.md"), "{missing}");
+        for escape in ["../secret.md", "memory/../../secret.md", "/etc/passwd"] {
+            let error = memory::read(&root, escape, None, None, None).unwrap_err();
+            assert!(error.to_string().contains("leaves the memory root"), "{escape}: {error}");
+        }
+        let other = memory::read(&root, "users/alice/MEMORY.md", None, None, None).unwrap_err();
+        assert!(other.to_string().contains("not a memory file"), "{other}");
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(dir.path().join("secret.md"), root.join("memory/link.md")).unwrap();
+            let error = memory::read(&root, "memory/link.md", None, None, None).unwrap_err();
+            assert!(error.to_string().contains("leaves the memory root"), "{error}");
+        }
+    }
+}

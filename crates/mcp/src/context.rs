@@ -63,6 +63,7 @@ pub struct Backend {
     location: String,
     host: Option<Arc<dyn Host>>,
     pool: Option<Arc<Pool>>,
+    memory_root: Option<std::path::PathBuf>,
 }
 
 /// The ingestion pool of a server and its sizing.
@@ -103,7 +104,7 @@ impl Backend {
             }
             None => (palace, Arc::new(EmbedderCell::ready(None))),
         };
-        Self { palace, cell, location, host: None, pool: None }
+        Self { palace, cell, location, host: None, pool: None, memory_root: None }
     }
 
     /// Starts the bounded ingestion pool that background writes go
@@ -159,6 +160,18 @@ impl Backend {
     /// The hosting program's configuration access, when it gave one.
     pub fn host(&self) -> Option<&Arc<dyn Host>> {
         self.host.as_ref()
+    }
+
+    /// Sets the memory root `memory_get` and `memory_append` work in: the
+    /// folder holding `MEMORY.md`, `memory/` and `users/` (docs/memory-files.md).
+    pub fn with_memory_root(mut self, root: std::path::PathBuf) -> Self {
+        self.memory_root = Some(root);
+        self
+    }
+
+    /// The memory root, when the server was given one.
+    pub fn memory_root(&self) -> Option<&std::path::Path> {
+        self.memory_root.as_deref()
     }
 
     /// The palace (its embedder loads on first use).

@@ -88,6 +88,18 @@ impl ToolError {
     }
 }
 
+impl From<mempalace_feed::FeedError> for ToolError {
+    fn from(error: mempalace_feed::FeedError) -> Self {
+        use mempalace_feed::FeedError as E;
+        match error {
+            E::Engine(error) => error.into(),
+            E::NotFound { .. } | E::Invalid(_) | E::Unreadable { .. } | E::NothingMined(_) => {
+                crate::tools::failure(&error)
+            }
+        }
+    }
+}
+
 impl From<mempalace_engine::EngineError> for ToolError {
     fn from(error: mempalace_engine::EngineError) -> Self {
         use mempalace_engine::EngineError as E;

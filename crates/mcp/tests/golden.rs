@@ -126,7 +126,9 @@ fn every_tool_result_matches_its_golden_file() {
     let palace = Palace::new(Arc::new(store), WorkspaceId::default_workspace())
         .with_clock(fixed_clock)
         .with_embedder(Arc::new(model) as Arc<dyn Embedder>);
-    let backend = Backend::new(palace, "<palace>".into(), None);
+    let agent = dir.path().join("agent");
+    std::fs::create_dir_all(&agent).unwrap();
+    let backend = Backend::new(palace, "<palace>".into(), None).with_memory_root(agent.clone());
     let server = McpServer::new(backend, Profile::All);
     let tmp = dir.path().display().to_string();
     let mut r = Recorder { server: server.clone(), tmp, results: BTreeMap::new() };
@@ -286,6 +288,22 @@ fn every_tool_result_matches_its_golden_file() {
         if let Some(id) = memory["drawer_id"].as_str() {
             r.call("memory_delete_drawer", json!({"drawer_id": id, "reason": "test"})).await;
         }
+
+        // GoClaw's memory files (issue 18).
+        r.call("memory_append", json!({"content": "The greenhouse vents open above 28 °C."})).await;
+        r.call("memory_append", json!({"content": "Flushed: the user checks humidity every morning.", "daily": true})).await;
+        r.call("memory_append", json!({"content": "Alex waters by hand on Sundays.", "user_id": "alex"})).await;
+        r.call("memory_append", json!({"content": "x", "daily": true, "file": "memory/x.md"})).await;
+        r.call("memory_append", json!({"content": "x", "file": "../outside.md"})).await;
+        r.call("memory_get", json!({"path": "MEMORY.md"})).await;
+        r.call("memory_get", json!({"path": "MEMORY.md", "user_id": "alex"})).await;
+        r.call("memory_get", json!({"path": "memory/2026-11-26.md", "user_id": "alex", "from": 1, "lines": 1})).await;
+        r.call("memory_get", json!({"path": "memory/2026-11-26.md", "from": 5})).await;
+        r.call("memory_get", json!({"path": "memory/missing.md"})).await;
+        r.call("memory_get", json!({"path": "../palace.db"})).await;
+        r.call("memory_get", json!({"path": "MEMORY.md", "from": 0})).await;
+        r.call("memory_search", json!({"query": "when do the greenhouse vents open", "user_id": "alex",
+            "user_first": true})).await;
 
         // robotmem's tools.
         let session = r.call("start_session", json!({"context": {"task": "sorting"}})).await;

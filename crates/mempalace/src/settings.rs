@@ -20,6 +20,7 @@ const OUR_KEYS: &[&str] = &[
     "workspace",
     "busy_timeout_ms",
     "model_dir",
+    "memory_dir",
     "embedder",
     "embed_base_url",
     "embed_api_key",
@@ -74,6 +75,8 @@ pub struct ConfigFile {
     pub busy_timeout_ms: Option<u64>,
     /// `model_dir`.
     pub model_dir: Option<PathBuf>,
+    /// `memory_dir`: the memory root of `memory-files` and MCP `memory_get`.
+    pub memory_dir: Option<PathBuf>,
     /// `embedder`.
     pub embedder: Option<String>,
     /// `embed_base_url`.
@@ -147,6 +150,9 @@ impl ConfigFile {
                 }
                 "model_dir" => {
                     config.model_dir = Some(PathBuf::from(value.as_str().ok_or_else(|| bad_value("a path string"))?));
+                }
+                "memory_dir" => {
+                    config.memory_dir = Some(PathBuf::from(value.as_str().ok_or_else(|| bad_value("a path string"))?));
                 }
                 "model_hub_url" => {
                     let text = value.as_str().ok_or_else(|| bad_value("an http(s) URL string"))?;
@@ -304,6 +310,10 @@ impl std::fmt::Debug for RemoteEmbedSettings {
 pub struct Settings {
     /// The user's home directory (`$HOME`), when set.
     pub home: Option<PathBuf>,
+    /// The memory root holding `MEMORY.md` and `memory/*.md`
+    /// (`$MEMPALACE_MEMORY_DIR`, `memory_dir`; else the current folder,
+    /// decided where it is used: docs/memory-files.md).
+    pub memory_dir: Option<PathBuf>,
     /// Where `model fetch` downloads from: the Hugging Face hub or a mirror
     /// (`$HF_ENDPOINT`, `model_hub_url`).
     pub model_hub_url: String,
@@ -646,8 +656,13 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
         None => palace_file(&palace).parent().map(|dir| dir.join("llm.off")),
     };
     let llm = resolve_llm(env, &config.llm, flags, llm_marker.clone())?;
+    let memory_dir = first(&["MEMPALACE_MEMORY_DIR"])
+        .map(PathBuf::from)
+        .or(config.memory_dir.clone())
+        .map(|dir| expand_home(&dir, home));
     Ok(Settings {
         home: home.map(Path::to_path_buf),
+        memory_dir,
         model_hub_url,
         model_hub_offline,
         palace_file: palace_file(&palace),

@@ -240,12 +240,16 @@ struct Search {
     /// Only this room (optional)
     #[serde(default)]
     room: Option<String>,
-    /// Search as this user: their private drawers and memories too (optional)
+    /// Search as this user: their private drawers and memories too, their own ranked 1.2× higher (optional)
     #[serde(default)]
     user_id: Option<String>,
     /// Also return the most relevant episodic summaries, each with its session to drill down (default false)
     #[serde(default)]
     include_episodes: bool,
+    /// With user_id: answer from that user's own memory only, and from the shared memory when nothing of
+    /// theirs matches (optional, default false)
+    #[serde(default)]
+    user_first: Option<bool>,
 }
 
 fn search(backend: &Backend, p: Search) -> ToolResult {
@@ -265,6 +269,7 @@ fn search(backend: &Backend, p: Search) -> ToolResult {
         query: query.to_string(),
         limit,
         filter,
+        user_first: p.user_first.unwrap_or(false),
         ..SearchRequest::default()
     })?;
     let results: Vec<Value> = outcome.hits.iter().map(brief).collect();
@@ -489,9 +494,10 @@ struct DeleteDrawer {
 
 fn delete_drawer(backend: &Backend, p: DeleteDrawer) -> ToolResult {
     let id = drawer_id("drawer_id", &p.drawer_id)?;
-    match backend.palace().delete_drawer(&id, DeleteMode::Soft { reason: p.reason }) {
+    // A paragraph of a memory file leaves its file too (the drawer is kept, hidden).
+    match mempalace_feed::memory::delete_drawer(backend.palace(), &id, DeleteMode::Soft { reason: p.reason }) {
         Ok(()) => Ok(json!({"deleted": true, "info": "drawer deleted"})),
-        Err(EngineError::NotFound { .. }) => Err(ToolError::Failed(
+        Err(mempalace_feed::FeedError::Engine(EngineError::NotFound { .. })) => Err(ToolError::Failed(
             json!({"deleted": false, "error": format!("drawer not found: {id}"), "info": "failed to delete drawer"}),
         )),
         Err(other) => Err(other.into()),

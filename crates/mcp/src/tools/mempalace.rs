@@ -14,6 +14,7 @@ use mempalace_core::tunnel::Place;
 use mempalace_engine::drawers::{DIARY_HALL, DIARY_ROOM, DiaryEntry, DrawerUpdate};
 use mempalace_engine::graph::TunnelRoom;
 use mempalace_engine::{ChunkOutcome, DeleteMode, EngineError, IngestRequest, SearchMode, SearchRequest};
+use mempalace_feed::FeedError;
 use mempalace_store::{Direction, DrawerFilter, TripleOutcome};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -888,9 +889,10 @@ fn not_found(id: &str) -> ToolError {
 
 fn delete_drawer(backend: &Backend, p: DrawerIdParam) -> ToolResult {
     let id = drawer_id("drawer_id", &p.drawer_id)?;
-    match backend.palace().delete_drawer(&id, DeleteMode::Hard) {
+    // A paragraph of a memory file leaves its file too.
+    match mempalace_feed::memory::delete_drawer(backend.palace(), &id, DeleteMode::Hard) {
         Ok(()) => Ok(json!({"success": true, "drawer_id": id.as_str()})),
-        Err(EngineError::NotFound { .. }) => Err(as_write_failure(not_found(id.as_str()))),
+        Err(FeedError::Engine(EngineError::NotFound { .. })) => Err(as_write_failure(not_found(id.as_str()))),
         Err(other) => Err(as_write_failure(other.into())),
     }
 }
@@ -992,11 +994,12 @@ fn update_drawer(backend: &Backend, p: UpdateDrawer) -> ToolResult {
         palace.drawer(&id).map_err(|_| as_write_failure(not_found(id.as_str())))?;
         return Ok(json!({"success": true, "drawer_id": id.as_str(), "noop": true}));
     }
-    match palace.update_drawer(&id, update) {
+    // A paragraph of a memory file is rewritten in its file too.
+    match mempalace_feed::memory::update_drawer(palace, &id, update) {
         Ok(d) => {
             Ok(json!({"success": true, "drawer_id": d.id.as_str(), "wing": d.wing.as_str(), "room": d.room.as_str()}))
         }
-        Err(EngineError::NotFound { .. }) => Err(as_write_failure(not_found(id.as_str()))),
+        Err(FeedError::Engine(EngineError::NotFound { .. })) => Err(as_write_failure(not_found(id.as_str()))),
         Err(other) => Err(as_write_failure(other.into())),
     }
 }

@@ -10,6 +10,7 @@ use crate::registry::{ToolError, ToolSpec};
 pub mod coordination;
 pub mod memories;
 pub mod memory;
+pub mod memory_files;
 pub mod mempalace;
 pub mod operations;
 pub mod robotmem;
@@ -79,6 +80,7 @@ pub fn all() -> Vec<ToolSpec> {
     let mut tools = family;
     tools.extend(memory::tools());
     tools.extend(memories::tools());
+    tools.extend(memory_files::tools());
     tools.extend(robotmem::tools());
     tools
 }

@@ -206,11 +206,12 @@ pub fn get(palace: &Palace, args: GetArgs) -> Result<()> {
 
 pub fn delete(palace: &Palace, args: DeleteArgs) -> Result<()> {
     let id = DrawerId::parse(&args.id)?;
+    // A paragraph of a memory file leaves its file too (docs/memory-files.md).
     if args.hard {
-        palace.delete_drawer(&id, DeleteMode::Hard)?;
+        mempalace_feed::memory::delete_drawer(palace, &id, DeleteMode::Hard)?;
         output::line(format!("deleted {id}"))?;
     } else {
-        palace.delete_drawer(&id, DeleteMode::Soft { reason: args.reason })?;
+        mempalace_feed::memory::delete_drawer(palace, &id, DeleteMode::Soft { reason: args.reason })?;
         output::line(format!("invalidated {id} (hidden; `mempalace get` still shows it, --hard removes it)"))?;
     }
     Ok(())

@@ -81,6 +81,9 @@ fn server(settings: &Settings, tools: &ToolsArg) -> Result<McpServer> {
     if let Some(home) = &settings.home {
         backend = backend.with_host(std::sync::Arc::new(crate::settings::UserFiles::new(home)));
     }
+    if let Some(root) = super::memory_files::default_root(settings) {
+        backend = backend.with_memory_root(root);
+    }
     Ok(McpServer::new(backend, profile))
 }
 

@@ -22,6 +22,7 @@ mod kg;
 mod llm;
 mod mcp;
 mod memories;
+mod memory_files;
 mod migrate;
 mod migrate_store;
 mod migrate_wings;
@@ -168,6 +169,9 @@ pub enum Command {
     Mine(mine::MineArgs),
     /// Remove the drawers of mined files that no longer exist.
     Sync(sync::SyncArgs),
+    /// GoClaw memory files (MEMORY.md, memory/*.md) as memory: sync both ways, list, read, add, edit.
+    #[command(subcommand)]
+    MemoryFiles(memory_files::MemoryFilesCommand),
     /// Agent harness hooks (Claude Code, Codex): mine the transcript, checkpoint the diary.
     #[command(subcommand)]
     Hook(hook::HookCommand),
@@ -521,6 +525,9 @@ pub fn run(cli: Cli, env: &BTreeMap<String, String>) -> Result<()> {
         Command::Prune(args) => consolidate::prune(&open_palace(&settings, Access::Update)?, args),
         Command::Archive(command) => consolidate::archive(&open_palace(&settings, Access::Update)?, command),
         Command::Sync(args) => sync::run(&open_palace(&settings, Access::Update)?, args),
+        Command::MemoryFiles(command) => {
+            memory_files::run(&settings, command, |access| with_embedder(open_palace(&settings, access)?, &settings))
+        }
         Command::Mine(args) => mine::run(
             &with_embedder(open_palace(&settings, Access::Create)?, &settings)?,
             args,

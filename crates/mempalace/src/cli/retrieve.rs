@@ -48,6 +48,12 @@ pub struct SearchArgs {
     /// query names).
     #[arg(long)]
     pub no_graph: bool,
+    /// Search as this user: their own drawers too, ranked 1.2× higher (and replacing a shared copy).
+    #[arg(long)]
+    pub user: Option<String>,
+    /// With --user: answer from the user's own relevant drawers only, else from the shared pool.
+    #[arg(long, requires = "user")]
+    pub user_first: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -103,6 +109,7 @@ pub fn search(palace: &Palace, args: SearchArgs) -> Result<()> {
         tags: args.tags.clone(),
         filed_after: args.since.as_deref().map(|d| parse_timestamp(d, "--since", DayEdge::Start)).transpose()?,
         filed_before: args.before.as_deref().map(|d| parse_timestamp(d, "--before", DayEdge::End)).transpose()?,
+        viewer: args.user.clone().filter(|u| !u.trim().is_empty()),
         ..DrawerFilter::default()
     };
     let request = SearchRequest {
@@ -111,6 +118,7 @@ pub fn search(palace: &Palace, args: SearchArgs) -> Result<()> {
         filter,
         fusion: args.fusion.into(),
         skip_graph: args.no_graph,
+        user_first: args.user_first,
         ..SearchRequest::default()
     };
     let outcome = palace.search(&request)?;

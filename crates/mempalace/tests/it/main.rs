@@ -14,6 +14,7 @@ mod hook;
 mod llm;
 mod mcp;
 mod memories;
+mod memory_files;
 mod migrate;
 mod mine;
 mod schedule;

@@ -191,6 +191,18 @@ fn memory_tools_round_trip(store: Store) {
     scenario(&sandbox(store), "memory", &[]);
 }
 
+/// Issue 18: GoClaw's memory files over stdio — memory_append, memory_get
+/// (ranges, the user's own file first, errors), a palace edit written back,
+/// a hand edit that refuses the next palace edit until `memory-files sync`,
+/// a delete that takes the paragraph out of the file, and user_first search.
+fn memory_files_round_trip(store: Store) {
+    let sandbox = sandbox(store);
+    let root = sandbox.path("agent");
+    std::fs::create_dir_all(&root).unwrap();
+    let sandbox = sandbox.with_env("MEMPALACE_MEMORY_DIR", &root.display().to_string());
+    scenario(&sandbox, "memory-files", &[]);
+}
+
 /// Issue 17: memory_extract over stdio with a language model — the
 /// scripted chat server of `mempalace-llm` — and the rules when its answer
 /// cannot be read.
@@ -418,6 +430,7 @@ on_both!(
     http_round_trips_with_the_python_sdk,
     two_stdio_servers_share_one_palace,
     memory_tools_round_trip,
+    memory_files_round_trip,
     robotmem_tools_round_trip,
     coordination_tools_round_trip,
 );

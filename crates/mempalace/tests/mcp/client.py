@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import time
 from contextlib import asynccontextmanager
@@ -60,6 +61,7 @@ MEMORY_TOOLS = [
     "memory_ingest_turn", "memory_delete_drawer", "memory_set_identity", "memory_kg_query", "memory_kg_add", "memory_kg_invalidate",
     "memory_kg_timeline", "memory_kg_stats", "memory_diary_write", "memory_diary_read",
     "memory_extract", "memory_list_memories", "memory_inject", "memory_episodes", "memory_prune", "memory_restore",
+    "memory_get", "memory_append",
 ]
 ROBOTMEM_TOOLS = ["learn", "recall", "save_perception", "forget", "update", "start_session", "end_session"]
 
@@ -103,7 +105,8 @@ def palace_args(args):
 def server_env():
     env = {"HOME": os.environ["TEST_HOME"], "PATH": os.environ.get("PATH", "")}
     for key in ("MEMPALACE_MODEL_DIR", "MEMPALACE_EMBEDDER", "MEMPALACE_LOG", "MEMPALACE_WORKSPACE",
-                "MEMPALACE_LLM_BASE_URL", "MEMPALACE_LLM_MODEL", "MEMPALACE_PROCESS_EVERY_S"):
+                "MEMPALACE_LLM_BASE_URL", "MEMPALACE_LLM_MODEL", "MEMPALACE_PROCESS_EVERY_S",
+                "MEMPALACE_MEMORY_DIR"):
         if key in os.environ:
             env[key] = os.environ[key]
     return env
@@ -591,6 +594,67 @@ async def memory_family(session):
     check(code == -32602 and "limit" in message, "memory_episodes limit is checked", message)
 
 
+async def memory_files(session, args):
+    """Issue 18: GoClaw's memory files over MCP, with a hand edit and the CLI's sync in between."""
+    root = os.environ["MEMPALACE_MEMORY_DIR"]
+    main = os.path.join(root, "MEMORY.md")
+    added = await call(session, "memory_append", {"content": "The release branch is cut on Thursdays."})
+    check(added["path"] == "MEMORY.md" and len(added["drawer_ids"]) == 1, "memory_append to MEMORY.md", added)
+    drawer = added["drawer_ids"][0]
+    await call(session, "memory_append", {"content": "Staging runs on port 8443."})
+    found = await call(session, "memory_search", {"query": "when is the release branch cut", "limit": 1})
+    check(found["results"][0]["id"] == drawer, "an appended memory is searchable at once", found)
+    read = await call(session, "memory_get", {"path": "MEMORY.md"})
+    check(read["text"] == "The release branch is cut on Thursdays.\n\nStaging runs on port 8443.\n"
+          and read["total_lines"] == 3, "memory_get reads the file", read)
+    ranged = await call(session, "memory_get", {"path": "MEMORY.md", "from": 3, "lines": 1})
+    check(ranged["text"] == "Staging runs on port 8443.\n" and ranged["to"] == 3, "memory_get reads a range", ranged)
+    # A palace edit is written back to the file; the drawer keeps its id.
+    updated = await call(session, "mempalace_update_drawer", {"drawer_id": drawer,
+                                                             "content": "The release branch is cut on Wednesdays."})
+    check(updated["drawer_id"] == drawer, "mempalace_update_drawer keeps the id", updated)
+    with open(main, encoding="utf-8") as handle:
+        check(handle.read().startswith("The release branch is cut on Wednesdays.\n\n"), "the file was rewritten")
+    # A hand edit the palace has not seen makes palace edits refuse, and is kept.
+    with open(main, "a", encoding="utf-8") as handle:
+        handle.write("\nWritten by hand.\n")
+    refused = await call_error(session, "mempalace_update_drawer", {"drawer_id": drawer, "content": "Overwrite?"})
+    check("changed since the palace last read it" in refused["error"] and refused["success"] is False,
+          "an edit over an unsynced hand edit is refused", refused)
+    with open(main, encoding="utf-8") as handle:
+        check("Written by hand." in handle.read(), "the hand edit survived")
+    sync = subprocess.run([args.bin, *palace_args(args), "memory-files", "sync", root, "--json"],
+                          env=server_env(), capture_output=True, text=True, check=True)
+    check(json.loads(sync.stdout)["drawers_added"] == 1, "the CLI sync files the hand edit", sync.stdout)
+    found = await call(session, "memory_search", {"query": "written by hand", "limit": 1})
+    check(found["results"][0]["content"] == "Written by hand.", "the hand edit is searchable", found)
+    deleted = await call(session, "memory_delete_drawer", {"drawer_id": drawer, "reason": "moved"})
+    check(deleted["deleted"], "memory_delete_drawer", deleted)
+    with open(main, encoding="utf-8") as handle:
+        check(handle.read() == "Staging runs on port 8443.\n\nWritten by hand.\n", "the paragraph left the file")
+    # Per-user memory and fallback.
+    await call(session, "memory_append", {"content": "Sam prefers short answers.", "user_id": "sam"})
+    own = await call(session, "memory_get", {"path": "MEMORY.md", "user_id": "sam"})
+    check(own["scope"] == "user" and own["text"] == "Sam prefers short answers.\n", "the user's own file first", own)
+    shared = await call(session, "memory_get", {"path": "MEMORY.md", "user_id": "kim"})
+    check(shared["scope"] == "shared", "another user falls back to the shared file", shared)
+    mine = await call(session, "memory_search", {"query": "Sam prefers short answers", "user_id": "sam", "user_first": True})
+    check([r["content"] for r in mine["results"]] == ["Sam prefers short answers."], "user_first: the user's own", mine)
+    fallback = await call(session, "memory_search", {"query": "staging port", "user_id": "kim", "user_first": True})
+    check(fallback["results"][0]["content"] == "Staging runs on port 8443.", "user_first falls back", fallback)
+    daily = await call(session, "memory_append", {"content": "Flushed before compaction.", "daily": True})
+    check(daily["path"].startswith("memory/") and daily["path"].endswith(".md"), "a daily file", daily)
+    # Errors.
+    missing = await call_error(session, "memory_get", {"path": "memory/none.md"})
+    check("does not exist" in missing["error"], "a missing file", missing)
+    escape = await call_error(session, "memory_get", {"path": "../../etc/passwd"})
+    check("leaves the memory root" in escape["error"], "a path escaping the root", escape)
+    past = await call_error(session, "memory_get", {"path": "MEMORY.md", "from": 99})
+    check("past the end" in past["error"], "a range past the end", past)
+    code, message = await rpc_error(session, "memory_get", {"path": "MEMORY.md", "lines": 0})
+    check(code == -32602 and "lines" in message, "lines must be positive", message)
+
+
 async def memory_with_a_model(session):
     # The test's scripted chat server answers the extraction (see mcp.rs).
     extracted = await call(session, "memory_extract", {"user_id": "alex", "turns": [
@@ -937,6 +1001,9 @@ async def main():
     elif args.scenario == "memory":
         async with stdio_session(args, "memory") as session:
             await memory_family(session)
+    elif args.scenario == "memory-files":
+        async with stdio_session(args, "all") as session:
+            await memory_files(session, args)
     elif args.scenario == "memory-workers":
         async with stdio_session(args, "memory", workers=True) as session:
             await memory_with_workers(session)
