@@ -245,10 +245,7 @@ pub(crate) async fn unmerge_entity(
     let canonical = record.canonical_id.clone();
     let mut moved: HashMap<String, Vec<String>> = HashMap::new();
     for row in tx
-        .query(
-            "SELECT kind, ref_id FROM entity_alias_moves WHERE workspace_id = $1 AND alias_id = $2",
-            &[&ws, &alias],
-        )
+        .query("SELECT kind, ref_id FROM entity_alias_moves WHERE workspace_id = $1 AND alias_id = $2", &[&ws, &alias])
         .await
         .ctx(c)?
     {
@@ -256,9 +253,7 @@ pub(crate) async fn unmerge_entity(
     }
     // The alias row goes first (its moves with it): the restored entity is
     // no longer resolved away, and the mentions are derived without it.
-    tx.execute("DELETE FROM entity_aliases WHERE workspace_id = $1 AND alias_id = $2", &[&ws, &alias])
-        .await
-        .ctx(c)?;
+    tx.execute("DELETE FROM entity_aliases WHERE workspace_id = $1 AND alias_id = $2", &[&ws, &alias]).await.ctx(c)?;
     crate::kg::add_entities(tx, std::slice::from_ref(&record.alias)).await?;
     let mut restored = BTreeSet::new();
     for column in ["subject", "object"] {
@@ -279,10 +274,7 @@ pub(crate) async fn unmerge_entity(
     // drawer filed since that names the alias, are derived again.
     let mut again: BTreeSet<String> = moved.remove("mention").unwrap_or_default().into_iter().collect();
     for row in tx
-        .query(
-            "SELECT drawer_id FROM entity_mentions WHERE workspace_id = $1 AND entity_id = $2",
-            &[&ws, &canonical],
-        )
+        .query("SELECT drawer_id FROM entity_mentions WHERE workspace_id = $1 AND entity_id = $2", &[&ws, &canonical])
         .await
         .ctx(c)?
     {
@@ -303,10 +295,7 @@ pub(crate) async fn unmerge_entity(
         crate::kg::write_mentions(tx, workspace, &drawer_id(&drawer)?, &names).await?;
     }
     let mentions: i64 = tx
-        .query_one(
-            "SELECT count(*) FROM entity_mentions WHERE workspace_id = $1 AND entity_id = $2",
-            &[&ws, &alias],
-        )
+        .query_one("SELECT count(*) FROM entity_mentions WHERE workspace_id = $1 AND entity_id = $2", &[&ws, &alias])
         .await
         .ctx(c)?
         .get(0);

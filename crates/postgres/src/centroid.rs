@@ -61,9 +61,7 @@ pub(crate) async fn centroid_samples(
         }
     }
     .ctx("reading centroid samples")?;
-    rows.iter()
-        .map(|row| Ok((drawer_id(row.get(0))?, row.get::<_, pgvector::Vector>(1).to_vec())))
-        .collect()
+    rows.iter().map(|row| Ok((drawer_id(row.get(0))?, row.get::<_, pgvector::Vector>(1).to_vec()))).collect()
 }
 
 pub(crate) async fn put_centroid(tx: &Transaction<'_>, centroid: &Centroid) -> StoreResult<bool> {

@@ -52,9 +52,9 @@ use mempalace_core::{
 };
 use mempalace_store::{
     AppendOutcome, CentroidSamples, Direction, DrawerFilter, EntityUsage, EventFilter, HallCount, HealthCheck,
-    IdentityRecord, KgStats, MergeOutcome, PalaceRecord, Unmerged,
-    PipelineCounts, PruneCandidate, PutOutcome, RecordCounts, SessionActivity, StorageInfo, StoreError, StoreRead,
-    StoreResult, StoreWrite, Taxonomy, TripleOutcome, VectorChange,
+    IdentityRecord, KgStats, MergeOutcome, PalaceRecord, PipelineCounts, PruneCandidate, PutOutcome, RecordCounts,
+    SessionActivity, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy, TripleOutcome, Unmerged,
+    VectorChange,
 };
 
 use crate::error::Context;

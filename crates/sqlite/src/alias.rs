@@ -44,7 +44,9 @@ pub(crate) fn resolve_entities(
         values.extend(chunk.iter().map(|id| SqlValue::Text(id.clone())));
         let rows: Vec<(String, String)> = conn
             .prepare_cached(&sql)
-            .and_then(|mut stmt| stmt.query_map(params_from_iter(values), |row| Ok((row.get(0)?, row.get(1)?)))?.collect())
+            .and_then(|mut stmt| {
+                stmt.query_map(params_from_iter(values), |row| Ok((row.get(0)?, row.get(1)?)))?.collect()
+            })
             .ctx("resolving aliases")?;
         out.extend(rows);
     }
@@ -228,9 +230,11 @@ pub(crate) fn unmerge_entity(
     let Some(record) = entity_aliases_one(tx, workspace, alias)? else { return Ok(None) };
     let canonical = record.canonical_id.clone();
     let moved = |kind: &str| -> StoreResult<Vec<String>> {
-        tx.prepare_cached("SELECT ref_id FROM entity_alias_moves WHERE workspace_id = ?1 AND alias_id = ?2 AND kind = ?3")
-            .and_then(|mut stmt| stmt.query_map(params![ws, alias, kind], |row| row.get(0))?.collect())
-            .ctx(c)
+        tx.prepare_cached(
+            "SELECT ref_id FROM entity_alias_moves WHERE workspace_id = ?1 AND alias_id = ?2 AND kind = ?3",
+        )
+        .and_then(|mut stmt| stmt.query_map(params![ws, alias, kind], |row| row.get(0))?.collect())
+        .ctx(c)
     };
     let (subjects, objects, drawers) = (moved("subject")?, moved("object")?, moved("mention")?);
     // The alias row goes first (its moves with it): the restored entity is

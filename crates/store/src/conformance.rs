@@ -1630,7 +1630,8 @@ pub fn check_entity_merge_and_unmerge(store: &dyn Store) {
     let ws = workspace("default");
     let names = ["PostgreSQL", "Postgres", "Alice", "Redis", "Bob"];
     store.add_entities(&names.iter().map(|n| entity(&ws, n, "technology")).collect::<Vec<_>>()).expect("entities");
-    let (pg, alias, alice, redis) = (entity_id("PostgreSQL"), entity_id("Postgres"), entity_id("Alice"), entity_id("Redis"));
+    let (pg, alias, alice, redis) =
+        (entity_id("PostgreSQL"), entity_id("Postgres"), entity_id("Alice"), entity_id("Redis"));
     let uses = added(store.add_triple(&fact(&ws, "Alice", "uses", "Postgres", None, None)).expect("fact"));
     let replaced = added(store.add_triple(&fact(&ws, "Postgres", "replaced", "Redis", None, None)).expect("fact"));
     let likes = added(store.add_triple(&fact(&ws, "Alice", "likes", "PostgreSQL", None, None)).expect("fact"));
@@ -1727,7 +1728,13 @@ pub fn check_entity_merge_and_unmerge(store: &dyn Store) {
 
     // Merging into an alias's alias chain: aliases of the alias follow it.
     let k8s = entity_id("k8s");
-    store.add_entities(&[entity(&ws, "k8s", "technology"), entity(&ws, "Kubernetes", "technology"), entity(&ws, "kube", "technology")]).expect("more");
+    store
+        .add_entities(&[
+            entity(&ws, "k8s", "technology"),
+            entity(&ws, "Kubernetes", "technology"),
+            entity(&ws, "kube", "technology"),
+        ])
+        .expect("more");
     store.merge_entity(&ws, &entity_id("kube"), &k8s, "manual", merged_at).expect("kube into k8s");
     store.merge_entity(&ws, &k8s, &entity_id("Kubernetes"), "manual", merged_at).expect("k8s into kubernetes");
     let resolved = store.resolve_entities(&ws, &[entity_id("kube"), k8s.clone()]).expect("resolve chain");
@@ -1772,7 +1779,11 @@ pub fn check_centroids(store: &dyn Store) {
     let grown = RoomCentroid { room_drawers: 13, computed_at: at("2025-05-02T00:00:00Z"), ..room.clone() };
     assert!(!store.put_room_centroid(&grown).expect("same samples"));
     assert_eq!(store.room_centroids(&ws).expect("rooms"), vec![grown.clone()]);
-    let moved = RoomCentroid { source_hash: "r2".into(), embedding: Embedding { model: "m".into(), vector: vec![0.0, 1.0, 0.0] }, ..grown.clone() };
+    let moved = RoomCentroid {
+        source_hash: "r2".into(),
+        embedding: Embedding { model: "m".into(), vector: vec![0.0, 1.0, 0.0] },
+        ..grown.clone()
+    };
     assert!(store.put_room_centroid(&moved).expect("new samples"));
     assert_eq!(store.room_centroids(&ws).expect("rooms"), vec![moved]);
     assert!(store.room_centroids(&workspace("other")).expect("other").is_empty());
@@ -1799,7 +1810,9 @@ pub fn check_centroids(store: &dyn Store) {
     store
         .put_drawers(&[old.clone(), new.clone(), other_model, by_centroid.clone(), gone.clone(), elsewhere.clone()])
         .expect("drawers");
-    store.set_drawer_status(&ws, &gone.id, DrawerStatus::Invalidated, Some("test"), at("2025-04-06T00:00:00Z")).expect("status");
+    store
+        .set_drawer_status(&ws, &gone.id, DrawerStatus::Invalidated, Some("test"), at("2025-04-06T00:00:00Z"))
+        .expect("status");
     let ids = |samples: Vec<(DrawerId, Vec<f32>)>| samples.into_iter().map(|(id, _)| id).collect::<Vec<_>>();
     let room_samples = |limit| {
         store
@@ -1821,8 +1834,15 @@ pub fn check_centroids(store: &dyn Store) {
     };
     assert_eq!(typed("2024-01-01T00:00:00Z"), vec![elsewhere.id.clone(), new.id.clone(), old.id.clone()]);
     assert_eq!(typed("2025-02-01T00:00:00Z"), vec![elsewhere.id, new.id], "too old drawers are left out");
-    assert!(store
-        .centroid_samples(&workspace("other"), "m", &CentroidSamples::Room { wing: "lab".into(), room: "db".into() }, 10)
-        .expect("other")
-        .is_empty());
+    assert!(
+        store
+            .centroid_samples(
+                &workspace("other"),
+                "m",
+                &CentroidSamples::Room { wing: "lab".into(), room: "db".into() },
+                10
+            )
+            .expect("other")
+            .is_empty()
+    );
 }
