@@ -181,8 +181,8 @@ mod tests {
         let a = DrawerId::parse("drawer_a").unwrap();
         let b = DrawerId::parse("drawer_b").unwrap();
         assert_eq!(source_hash("m", &[a.clone(), b.clone()]), source_hash("m", &[b.clone(), a.clone()]));
-        assert_ne!(source_hash("m", &[a.clone()]), source_hash("n", &[a.clone()]));
-        assert_ne!(source_hash("m", &[a.clone()]), source_hash("m", &[a, b]));
+        assert_ne!(source_hash("m", std::slice::from_ref(&a)), source_hash("n", std::slice::from_ref(&a)));
+        assert_ne!(source_hash("m", std::slice::from_ref(&a)), source_hash("m", &[a, b]));
     }
 
     #[test]
