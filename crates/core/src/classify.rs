@@ -190,10 +190,22 @@ impl Default for TierGates {
 /// cold path still has to look. `centroid_similarity` is the cosine to the
 /// nearest usable centroid, when there is one.
 pub fn pick_tier(confidence: f64, gates: TierGates, centroid_similarity: Option<f64>) -> (DrawerState, PipelineTier) {
+    pick_tier_with(confidence, gates, centroid_similarity, TierGates::CENTROID_THRESHOLD)
+}
+
+/// [`pick_tier`] with another centroid threshold than seed 0's 0.85 (which
+/// was set for 1536-dimension OpenAI vectors; a smaller model's drawers sit
+/// further from their type's mean).
+pub fn pick_tier_with(
+    confidence: f64,
+    gates: TierGates,
+    centroid_similarity: Option<f64>,
+    centroid_threshold: f64,
+) -> (DrawerState, PipelineTier) {
     if confidence >= gates.high {
         return (DrawerState::Processed, PipelineTier::Heuristic);
     }
-    if confidence >= gates.low && centroid_similarity.is_some_and(|s| s > TierGates::CENTROID_THRESHOLD) {
+    if confidence >= gates.low && centroid_similarity.is_some_and(|s| s > centroid_threshold) {
         return (DrawerState::Processed, PipelineTier::Centroid);
     }
     (DrawerState::Raw, PipelineTier::Llm)

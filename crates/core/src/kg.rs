@@ -56,6 +56,27 @@ pub struct Entity {
     pub created_at: Timestamp,
 }
 
+/// An entity merged into another (issue 18, entity dedup): the alias's
+/// own record as it was, kept so the merge can be undone, and the
+/// canonical entity that now stands for it. Facts and mentions naming the
+/// alias resolve to the canonical entity while the alias exists.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntityAlias {
+    /// The merged entity, as it was before the merge (its id is the
+    /// alias id every lookup resolves).
+    pub alias: Entity,
+    /// The entity it was merged into; never itself an alias.
+    pub canonical_id: String,
+    /// Why they were merged ("abbreviation", "manual", …).
+    pub reason: String,
+    /// When.
+    pub merged_at: Timestamp,
+    /// Facts whose subject or object moved to the canonical entity.
+    pub moved_triples: u64,
+    /// Drawers whose mention moved to the canonical entity.
+    pub moved_mentions: u64,
+}
+
 /// A directed, time-bounded relationship between two entities.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Triple {

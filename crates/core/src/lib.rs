@@ -54,6 +54,7 @@ macro_rules! vocabulary {
 }
 
 pub mod aaak;
+pub mod alias;
 pub mod audit;
 pub mod centroid;
 pub mod chunk;

@@ -80,6 +80,11 @@ pub struct IngestRequest {
     /// sweeper's `sweep_{session}_{uuid}`): the text is then filed as one
     /// drawer, so it must be raw and at most 10,000 characters.
     pub id: Option<DrawerId>,
+    /// The room is a default the caller fell back to, not a choice: the
+    /// text may be filed in the wing's room whose prototype is nearest
+    /// instead ([`Palace::suggest_room`]), noted in the drawer's context
+    /// as `room_suggested`. False (the default) files in `room`, always.
+    pub room_is_default: bool,
 }
 
 impl IngestRequest {
@@ -106,6 +111,7 @@ impl IngestRequest {
             lines: None,
             chunk_index: None,
             id: None,
+            room_is_default: false,
         }
     }
 }
@@ -232,6 +238,9 @@ struct Pending {
     raw: bool,
     drawer: Drawer,
     extraction: Option<mempalace_core::extract::Extraction>,
+    /// The classifier's confidence when it falls in the centroid band
+    /// (between the two gates): the nearest type centroid may then settle it.
+    band: Option<f64>,
 }
 
 impl Palace {
@@ -266,6 +275,7 @@ impl Palace {
         } else {
             KnownNames::default()
         };
+        let requests = self.route_default_rooms(requests);
         for (index, request) in requests.into_iter().enumerate() {
             match self.prepare(index, request, now, gates, &known) {
                 Ok(Some(chunks)) => {
@@ -380,6 +390,7 @@ impl Palace {
             if let Some(importance) = request.importance {
                 drawer.importance = importance;
             }
+            let mut band = None;
             let mut tags: Vec<String> = request.tags.clone();
             tags.sort();
             tags.dedup();
@@ -403,12 +414,15 @@ impl Palace {
                     }
                     None => {
                         drawer.memory_type = Some(classification.memory_type);
-                        // Centroids join the decision once the cold path has
-                        // trained them (seed 0 Phase 2); until then the
-                        // centroid band finds nothing.
+                        // The centroid band (seed 0 Phase 2) needs the
+                        // vector: settled after embedding, in `embed_and_file`.
                         let (state, tier) = pick_tier(classification.confidence, gates, None);
                         drawer.state = state;
                         drawer.pipeline_tier = tier;
+                        band = (state == DrawerState::Raw
+                            && classification.confidence >= gates.low
+                            && classification.confidence < gates.high)
+                            .then_some(classification.confidence);
                     }
                 }
                 drawer.confidence = match request.confidence {
@@ -417,7 +431,7 @@ impl Palace {
                 };
             }
             let extraction = (!request.raw).then(|| self.extract_for(&mut drawer, known));
-            out.push(Pending { request: index, raw: request.raw, drawer, extraction });
+            out.push(Pending { request: index, raw: request.raw, drawer, extraction, band });
         }
         Ok(Some(out))
     }
@@ -446,6 +460,9 @@ impl Palace {
         let extractions: Vec<Option<mempalace_core::extract::Extraction>> =
             pending.iter_mut().map(|p| p.extraction.take()).collect();
         let mut outcomes: Vec<Option<ChunkOutcome>> = vec![None; pending.len()];
+        // The workspace's type centroids, read once per batch when a chunk
+        // falls in the centroid band.
+        let mut type_centroids: Option<Vec<mempalace_core::centroid::Centroid>> = None;
         let mut nears: Vec<Option<Near>> = vec![None; pending.len()];
         for (position, item) in pending.iter_mut().enumerate() {
             if existing.contains(&item.drawer.id) {
@@ -466,6 +483,28 @@ impl Palace {
             }
             if let Some(near) = &near {
                 item.drawer.cluster_id = Some(near.cluster.clone());
+            }
+            if let (Some(confidence), Some(vector), Some(model)) = (item.band, &vector, embedded.model.as_deref()) {
+                let centroids = match &type_centroids {
+                    Some(loaded) => loaded,
+                    None => type_centroids.insert(self.store().centroids(self.workspace())?),
+                };
+                // The centroid settles a drawer only when its nearest type
+                // agrees with the classifier's (seed 0 Phase 2, kept
+                // conservative: a disagreement goes to the cold path).
+                if let Some((memory_type, similarity)) =
+                    mempalace_core::centroid::nearest_type(vector, model, centroids)
+                    && item.drawer.memory_type == Some(memory_type)
+                {
+                    let (state, tier) = mempalace_core::classify::pick_tier_with(
+                        confidence,
+                        self.tier_gates(),
+                        Some(f64::from(similarity)),
+                        self.centroid_threshold(),
+                    );
+                    item.drawer.state = state;
+                    item.drawer.pipeline_tier = tier;
+                }
             }
             if let (Some(model), Some(vector)) = (&embedded.model, vector) {
                 item.drawer.embedding = Some(Embedding { model: model.clone(), vector: vector.clone() });

@@ -165,7 +165,9 @@ impl Palace {
             }
         }
         let entities = [self.entity_record(&subject, "unknown"), self.entity_record(&object, "unknown")];
-        let ids: Vec<String> = entities.iter().map(|e| e.id.clone()).collect();
+        // An alias name stands for its canonical entity (the store skips
+        // adding the alias itself).
+        let ids: Vec<String> = self.canonical_entity_ids(entities.iter().map(|e| e.id.clone()).collect())?;
         let known = self.store().entities_by_id(self.workspace(), &ids)?.len() as u64;
         self.check_kg_limits(2 - known.min(2) - u64::from(ids[0] == ids[1] && known == 0), 1)?;
         self.store().add_entities(&entities)?;
@@ -200,7 +202,7 @@ impl Palace {
 
     /// The current fact `subject predicate object`, if any.
     fn current_triple(&self, subject: &str, predicate: &str, object: &str) -> EngineResult<Option<Triple>> {
-        let (subject, object) = (entity_id(subject), entity_id(object));
+        let (subject, object) = (self.canonical_entity_id(subject)?, self.canonical_entity_id(object)?);
         Ok(self
             .store()
             .triples_about(self.workspace(), &subject, Direction::Outgoing)?
@@ -310,8 +312,9 @@ impl Palace {
     }
 
     /// Facts about an entity, optionally only those that held at `as_of`.
+    /// An alias name finds its canonical entity's facts.
     pub fn kg_query(&self, entity: &str, as_of: Option<Timestamp>, direction: Direction) -> EngineResult<Vec<Fact>> {
-        let id = entity_id(entity);
+        let id = self.canonical_entity_id(entity)?;
         let mut triples = self.store().triples_about(self.workspace(), &id, direction)?;
         if let Some(at) = as_of {
             triples.retain(|t| t.holds_at(&at));
@@ -319,17 +322,19 @@ impl Palace {
         self.facts(triples, Some(&id))
     }
 
-    /// Every fact about an entity (or the whole graph) in time order.
+    /// Every fact about an entity (or the whole graph) in time order; an
+    /// alias name finds its canonical entity's facts.
     pub fn kg_timeline(&self, entity: Option<&str>) -> EngineResult<Vec<Fact>> {
-        let triples = match entity {
-            Some(name) => self.store().triples_about(self.workspace(), &entity_id(name), Direction::Both)?,
+        let about = entity.map(|name| self.canonical_entity_id(name)).transpose()?;
+        let triples = match &about {
+            Some(id) => self.store().triples_about(self.workspace(), id, Direction::Both)?,
             None => {
                 let mut all = self.store().triples(self.workspace())?;
                 all.sort_by(|a, b| a.valid_from.cmp(&b.valid_from).then(a.created_at.cmp(&b.created_at)));
                 all
             }
         };
-        self.facts(triples, entity.map(entity_id).as_deref())
+        self.facts(triples, about.as_deref())
     }
 
     /// Counts of the graph.

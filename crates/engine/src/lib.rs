@@ -10,10 +10,12 @@
 
 pub mod aaak;
 pub mod audit;
+pub mod centroids;
 pub mod consolidate;
 pub mod coordination;
 pub mod drawers;
 pub mod embedding;
+pub mod entities;
 pub mod error;
 pub mod graph;
 pub mod hallways;

@@ -96,6 +96,9 @@ pub struct Palace {
     indexes: Arc<Mutex<HashMap<String, Arc<VectorIndex>>>>,
     events: Arc<EventBus>,
     gates: TierGates,
+    /// Cosine to the nearest type centroid that settles a drawer in the
+    /// centroid band (seed 0: 0.85).
+    centroid_threshold: f64,
     kg_limits: (u64, u64),
     graph_cache: Arc<GraphCache>,
     hallway_cache: Arc<crate::hallways::HallwayCache>,
@@ -221,6 +224,7 @@ impl Palace {
             indexes: Arc::default(),
             events: Arc::default(),
             gates: TierGates::default(),
+            centroid_threshold: TierGates::CENTROID_THRESHOLD,
             kg_limits: (crate::kg::DEFAULT_MAX_ENTITIES, crate::kg::DEFAULT_MAX_TRIPLES),
             graph_cache: Arc::default(),
             hallway_cache: Arc::default(),
@@ -243,6 +247,7 @@ impl Palace {
             indexes: Arc::default(),
             events: Arc::clone(&self.events),
             gates: self.gates,
+            centroid_threshold: self.centroid_threshold,
             kg_limits: self.kg_limits,
             graph_cache: Arc::default(),
             hallway_cache: Arc::default(),
@@ -274,6 +279,20 @@ impl Palace {
     pub fn with_tier_gates(mut self, gates: TierGates) -> Self {
         self.gates = gates;
         self
+    }
+
+    /// Sets the cosine to the nearest memory-type centroid that settles a
+    /// drawer in the centroid band (default seed 0's 0.85, tuned for
+    /// 1536-dimension OpenAI vectors; MiniLM drawers score 0.55–0.7 against
+    /// their own type's centroid, see docs/entities-and-centroids.md).
+    pub fn with_centroid_threshold(mut self, threshold: f64) -> Self {
+        self.centroid_threshold = threshold;
+        self
+    }
+
+    /// The centroid band's cosine threshold in force.
+    pub fn centroid_threshold(&self) -> f64 {
+        self.centroid_threshold
     }
 
     /// The tier gates in force.

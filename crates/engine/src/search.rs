@@ -355,7 +355,9 @@ impl Palace {
         if phrases.is_empty() {
             return Ok(Vec::new());
         }
-        let mut ids: Vec<String> = phrases.iter().map(|p| mempalace_core::kg::entity_id(p)).collect();
+        // An alias ("Postgres") finds its canonical entity's drawers.
+        let mut ids: Vec<String> =
+            self.canonical_entity_ids(phrases.iter().map(|p| mempalace_core::kg::entity_id(p)).collect())?;
         ids.sort();
         ids.dedup();
         let named: Vec<String> =

@@ -22,8 +22,16 @@ async fn count(tx: &Transaction<'_>, sql: &str) -> StoreResult<i64> {
     Ok(tx.query_one(sql, &[]).await.ctx("counting rows")?.get(0))
 }
 
-/// Mentions the drawers imply (distinct entity ids per drawer).
+/// Mentions the drawers imply (distinct entity ids per drawer, aliases
+/// resolved to their canonical entity).
 async fn expected_mentions(tx: &Transaction<'_>) -> StoreResult<Vec<(String, String, String)>> {
+    let aliases: std::collections::HashMap<(String, String), String> = tx
+        .query("SELECT workspace_id, alias_id, canonical_id FROM entity_aliases", &[])
+        .await
+        .ctx("reading entity aliases")?
+        .iter()
+        .map(|row| ((row.get(0), row.get(1)), row.get(2)))
+        .collect();
     let rows = tx
         .query("SELECT workspace_id, id, entities FROM drawers WHERE jsonb_array_length(entities) > 0", &[])
         .await
@@ -32,7 +40,13 @@ async fn expected_mentions(tx: &Transaction<'_>) -> StoreResult<Vec<(String, Str
     for row in rows {
         let (workspace, id): (String, String) = (row.get(0), row.get(1));
         let names: Vec<String> = serde_json::from_value(row.get(2)).unwrap_or_default();
-        let mut ids: Vec<String> = names.iter().map(|n| entity_id(n)).collect();
+        let mut ids: Vec<String> = names
+            .iter()
+            .map(|n| {
+                let id = entity_id(n);
+                aliases.get(&(workspace.clone(), id.clone())).cloned().unwrap_or(id)
+            })
+            .collect();
         ids.sort();
         ids.dedup();
         out.extend(ids.into_iter().map(|entity| (workspace.clone(), entity, id.clone())));

@@ -13,7 +13,8 @@ use crate::error::Context;
 use crate::records::{confidence, ensure_workspace};
 use crate::row::{drawer_id, json_object, limit};
 
-/// Writes the mentions of one drawer (its `entities` names).
+/// Writes the mentions of one drawer (its `entities` names), each name
+/// resolved to its canonical entity when it is an alias.
 pub(crate) async fn write_mentions(
     tx: &Transaction<'_>,
     workspace: &WorkspaceId,
@@ -27,7 +28,8 @@ pub(crate) async fn write_mentions(
     let stmt = tx
         .prepare_cached(
             "INSERT INTO entity_mentions (workspace_id, entity_id, drawer_id) \
-             SELECT $1, e, $2 FROM unnest($3::text[]) AS e ON CONFLICT DO NOTHING",
+             SELECT $1, coalesce(a.canonical_id, e), $2 FROM unnest($3::text[]) AS e \
+             LEFT JOIN entity_aliases a ON a.workspace_id = $1 AND a.alias_id = e ON CONFLICT DO NOTHING",
         )
         .await
         .ctx("recording mentions")?;
@@ -110,9 +112,14 @@ pub(crate) async fn triples_where(
     Ok(out)
 }
 
+/// Names of the entities and of their aliases (so the extractor still
+/// recognises "Postgres" once it is an alias of "PostgreSQL").
 pub(crate) async fn entity_names(tx: &Transaction<'_>, workspace: &WorkspaceId) -> StoreResult<Vec<String>> {
     let stmt = tx
-        .prepare_cached("SELECT name FROM entities WHERE workspace_id = $1 ORDER BY name")
+        .prepare_cached(
+            "SELECT name FROM entities WHERE workspace_id = $1 \
+             UNION SELECT name FROM entity_aliases WHERE workspace_id = $1 ORDER BY name",
+        )
         .await
         .ctx("listing entity names")?;
     Ok(tx.query(&stmt, &[&workspace.as_str()]).await.ctx("listing entity names")?.iter().map(|r| r.get(0)).collect())
@@ -213,7 +220,8 @@ pub(crate) async fn add_entities(tx: &Transaction<'_>, entities: &[Entity]) -> S
     let stmt = tx
         .prepare_cached(
             "INSERT INTO entities (workspace_id, id, name, entity_type, properties, embedding_model, embedding, \
-             created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
+             created_at) SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE NOT EXISTS \
+             (SELECT 1 FROM entity_aliases WHERE workspace_id = $1 AND alias_id = $2) ON CONFLICT DO NOTHING",
         )
         .await
         .ctx("adding an entity")?;
@@ -280,6 +288,13 @@ pub(crate) async fn insert_triple(tx: &Transaction<'_>, triple: &Triple, id: &st
 pub(crate) async fn add_triple(tx: &Transaction<'_>, triple: &Triple) -> StoreResult<TripleOutcome> {
     Triple::check_interval(triple.valid_from, triple.valid_to)
         .map_err(|error| StoreError::invalid(error.to_string()))?;
+    // A fact naming an alias is about its canonical entity.
+    let resolved = Triple {
+        subject: crate::alias::resolve_one(tx, &triple.workspace_id, &triple.subject).await?,
+        object: crate::alias::resolve_one(tx, &triple.workspace_id, &triple.object).await?,
+        ..triple.clone()
+    };
+    let triple = &resolved;
     // Facts about one subject and predicate are decided one writer at a time,
     // so two processes stating the same open fact store it once.
     tx.execute(
@@ -331,6 +346,8 @@ pub(crate) async fn invalidate_triples(
     object: &str,
     ended: &Timestamp,
 ) -> StoreResult<usize> {
+    let subject = crate::alias::resolve_one(tx, workspace, subject).await?;
+    let object = crate::alias::resolve_one(tx, workspace, object).await?;
     // An end before the start would invert the window: such facts end at their start.
     let changed = tx
         .execute(

@@ -20,6 +20,8 @@
 //!
 //! Not here: ranking, embedding, chunking (engine and core).
 
+mod alias;
+mod centroid;
 mod coordination;
 mod error;
 mod health;
@@ -40,18 +42,19 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Transaction};
-use mempalace_core::centroid::Centroid;
+use mempalace_core::centroid::{Centroid, RoomCentroid};
 use mempalace_core::coordination::{Artifact, Event, StoredEvent};
-use mempalace_core::kg::{Entity, Triple};
+use mempalace_core::kg::{Entity, EntityAlias, Triple};
 use mempalace_core::session::{EpisodicSummary, Session};
 use mempalace_core::tunnel::Tunnel;
 use mempalace_core::{
     Content, ContentHash, Drawer, DrawerId, DrawerStatus, Embedding, Identity, Timestamp, WorkspaceId,
 };
 use mempalace_store::{
-    AppendOutcome, Direction, DrawerFilter, EventFilter, HallCount, HealthCheck, IdentityRecord, KgStats, PalaceRecord,
-    PipelineCounts, PruneCandidate, PutOutcome, RecordCounts, SessionActivity, StorageInfo, StoreError, StoreRead,
-    StoreResult, StoreWrite, Taxonomy, TripleOutcome, VectorChange,
+    AppendOutcome, CentroidSamples, Direction, DrawerFilter, EntityUsage, EventFilter, HallCount, HealthCheck,
+    IdentityRecord, KgStats, MergeOutcome, PalaceRecord, PipelineCounts, PruneCandidate, PutOutcome, RecordCounts,
+    SessionActivity, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy, TripleOutcome, Unmerged,
+    VectorChange,
 };
 
 use crate::error::Context;
@@ -309,6 +312,35 @@ impl StoreRead for PgStore {
 
     fn centroids(&self, workspace: &WorkspaceId) -> StoreResult<Vec<Centroid>> {
         self.run(self.read(async |tx| records::centroids(tx, workspace).await))
+    }
+
+    fn entity_aliases(&self, workspace: &WorkspaceId) -> StoreResult<Vec<EntityAlias>> {
+        self.run(self.read(async |tx| alias::entity_aliases(tx, workspace).await))
+    }
+
+    fn resolve_entities(&self, workspace: &WorkspaceId, ids: &[String]) -> StoreResult<HashMap<String, String>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        self.run(self.read(async |tx| alias::resolve_entities(tx, workspace, ids).await))
+    }
+
+    fn entity_usage(&self, workspace: &WorkspaceId) -> StoreResult<Vec<EntityUsage>> {
+        self.run(self.read(async |tx| alias::entity_usage(tx, workspace).await))
+    }
+
+    fn room_centroids(&self, workspace: &WorkspaceId) -> StoreResult<Vec<RoomCentroid>> {
+        self.run(self.read(async |tx| centroid::room_centroids(tx, workspace).await))
+    }
+
+    fn centroid_samples(
+        &self,
+        workspace: &WorkspaceId,
+        model: &str,
+        which: &CentroidSamples,
+        limit: usize,
+    ) -> StoreResult<Vec<(DrawerId, Vec<f32>)>> {
+        self.run(self.read(async |tx| centroid::centroid_samples(tx, workspace, model, which, limit).await))
     }
 
     fn embeddings_by_hash(
@@ -687,6 +719,33 @@ impl StoreWrite for PgStore {
             return Ok(0);
         }
         self.run(self.write(async |tx| work::mark_episodes_promoted(tx, workspace, ids, &at).await))
+    }
+
+    fn merge_entity(
+        &self,
+        workspace: &WorkspaceId,
+        alias: &str,
+        canonical: &str,
+        reason: &str,
+        at: Timestamp,
+    ) -> StoreResult<MergeOutcome> {
+        self.run(self.write(async |tx| alias::merge_entity(tx, workspace, alias, canonical, reason, &at).await))
+    }
+
+    fn unmerge_entity(&self, workspace: &WorkspaceId, alias: &str) -> StoreResult<Option<Unmerged>> {
+        self.run(self.write(async |tx| alias::unmerge_entity(tx, workspace, alias).await))
+    }
+
+    fn put_centroid(&self, centroid: &Centroid) -> StoreResult<bool> {
+        self.run(self.write(async |tx| centroid::put_centroid(tx, centroid).await))
+    }
+
+    fn put_room_centroid(&self, centroid: &RoomCentroid) -> StoreResult<bool> {
+        self.run(self.write(async |tx| centroid::put_room_centroid(tx, centroid).await))
+    }
+
+    fn delete_room_centroid(&self, workspace: &WorkspaceId, wing: &str, room: &str) -> StoreResult<bool> {
+        self.run(self.write(async |tx| centroid::delete_room_centroid(tx, workspace, wing, room).await))
     }
 
     fn try_start_job(&self, job: &str, tick: i64, holder: &str, _lease: Duration, now: Timestamp) -> StoreResult<bool> {

@@ -12,7 +12,7 @@ use mempalace_store::{StoreError, StoreResult};
 use crate::error::Context;
 
 /// The highest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Migrations, oldest first: (version reached, SQL).
 const MIGRATIONS: &[(u32, &str)] = &[
@@ -20,6 +20,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (2, include_str!("migrations/0002_coordination.sql")),
     (3, include_str!("migrations/0003_pipeline_counts.sql")),
     (4, include_str!("migrations/0004_archive.sql")),
+    (5, include_str!("migrations/0005_entity_aliases_centroids.sql")),
 ];
 
 /// The schema version of the connected schema (0 before the first migration).

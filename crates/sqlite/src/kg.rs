@@ -16,7 +16,8 @@ use crate::error::Context;
 use crate::records::{entities_where, triples_where};
 use crate::row::{opt_ts, to_json_text, ts, vector_to_blob};
 
-/// Writes the mentions of one drawer (its `entities` names).
+/// Writes the mentions of one drawer (its `entities` names), each name
+/// resolved to its canonical entity when it is an alias.
 pub(crate) fn write_mentions(
     tx: &Transaction<'_>,
     workspace: &WorkspaceId,
@@ -26,7 +27,8 @@ pub(crate) fn write_mentions(
     for name in names {
         let id = entity_id(name);
         tx.prepare_cached(
-            "INSERT OR IGNORE INTO entity_mentions (workspace_id, entity_id, drawer_id) VALUES (?1, ?2, ?3)",
+            "INSERT OR IGNORE INTO entity_mentions (workspace_id, entity_id, drawer_id) VALUES (?1, \
+             coalesce((SELECT canonical_id FROM entity_aliases WHERE workspace_id = ?1 AND alias_id = ?2), ?2), ?3)",
         )
         .and_then(|mut stmt| stmt.execute(params![workspace.as_str(), id, drawer_id.as_str()]))
         .ctx("recording a mention")?;
@@ -53,13 +55,23 @@ pub(crate) fn rebuild_mentions(tx: &Transaction<'_>) -> StoreResult<()> {
 /// Mentions the drawers imply, and how many the table holds (for verify).
 pub(crate) fn mention_counts(conn: &Connection) -> StoreResult<(u64, u64)> {
     let rows: Vec<(String, String)> = conn
-        .prepare("SELECT id, entities FROM drawers WHERE entities <> '[]'")
+        .prepare("SELECT workspace_id, entities FROM drawers WHERE entities <> '[]'")
         .and_then(|mut stmt| stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?.collect())
         .ctx("reading drawer entities")?;
+    let aliases: std::collections::HashMap<(String, String), String> = conn
+        .prepare("SELECT workspace_id, alias_id, canonical_id FROM entity_aliases")
+        .and_then(|mut stmt| stmt.query_map([], |row| Ok(((row.get(0)?, row.get(1)?), row.get(2)?)))?.collect())
+        .ctx("reading entity aliases")?;
     let mut expected = 0_u64;
-    for (_, entities) in rows {
+    for (workspace, entities) in rows {
         let names: Vec<String> = serde_json::from_str(&entities).unwrap_or_default();
-        let mut ids: Vec<String> = names.iter().map(|n| entity_id(n)).collect();
+        let mut ids: Vec<String> = names
+            .iter()
+            .map(|n| {
+                let id = entity_id(n);
+                aliases.get(&(workspace.clone(), id.clone())).cloned().unwrap_or(id)
+            })
+            .collect();
         ids.sort();
         ids.dedup();
         expected += ids.len() as u64;
@@ -80,8 +92,13 @@ pub(crate) fn entities_by_id(conn: &Connection, workspace: &WorkspaceId, ids: &[
     Ok(out)
 }
 
+/// Names of the entities and of their aliases (so the extractor still
+/// recognises "Postgres" once it is an alias of "PostgreSQL").
 pub(crate) fn entity_names(conn: &Connection, workspace: &WorkspaceId) -> StoreResult<Vec<String>> {
-    conn.prepare_cached("SELECT name FROM entities WHERE workspace_id = ?1 ORDER BY name")
+    conn.prepare_cached(
+        "SELECT name FROM entities WHERE workspace_id = ?1 UNION SELECT name FROM entity_aliases WHERE workspace_id = ?1 \
+         ORDER BY name",
+    )
         .and_then(|mut stmt| stmt.query_map(params![workspace.as_str()], |row| row.get(0))?.collect())
         .ctx("listing entity names")
 }
@@ -188,10 +205,12 @@ pub(crate) fn add_entities(tx: &Transaction<'_>, entities: &[Entity]) -> StoreRe
     let mut inserted = 0;
     for entity in entities {
         crate::records::ensure_workspace(tx, &entity.workspace_id, &entity.created_at)?;
+        // An alias is never added again: it stands for its canonical entity.
         inserted += tx
             .prepare_cached(
                 "INSERT INTO entities (workspace_id, id, name, entity_type, properties, embedding_model, embedding, \
-                 created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING",
+                 created_at) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE NOT EXISTS \
+                 (SELECT 1 FROM entity_aliases WHERE workspace_id = ?1 AND alias_id = ?2) ON CONFLICT DO NOTHING",
             )
             .and_then(|mut stmt| {
                 stmt.execute(params![
@@ -213,6 +232,13 @@ pub(crate) fn add_entities(tx: &Transaction<'_>, entities: &[Entity]) -> StoreRe
 pub(crate) fn add_triple(tx: &Transaction<'_>, triple: &Triple) -> StoreResult<TripleOutcome> {
     Triple::check_interval(triple.valid_from, triple.valid_to)
         .map_err(|error| StoreError::invalid(error.to_string()))?;
+    // A fact naming an alias is about its canonical entity.
+    let resolved = Triple {
+        subject: crate::alias::resolve_one(tx, &triple.workspace_id, &triple.subject)?,
+        object: crate::alias::resolve_one(tx, &triple.workspace_id, &triple.object)?,
+        ..triple.clone()
+    };
+    let triple = &resolved;
     let existing: Option<String> = tx
         .prepare_cached(
             "SELECT id FROM triples WHERE workspace_id = ?1 AND subject = ?2 AND predicate = ?3 AND object = ?4 \
@@ -295,6 +321,8 @@ pub(crate) fn invalidate_triples(
     object: &str,
     ended: &Timestamp,
 ) -> StoreResult<usize> {
+    let subject = crate::alias::resolve_one(tx, workspace, subject)?;
+    let object = crate::alias::resolve_one(tx, workspace, object)?;
     // An end before the start would invert the window: such facts end at their start.
     tx.prepare_cached(
         "UPDATE triples SET valid_to = CASE WHEN valid_from IS NOT NULL AND valid_from > ?5 THEN valid_from ELSE ?5 END \

@@ -14,6 +14,8 @@
 //!
 //! Not here: ranking, embedding, chunking (engine and core).
 
+mod alias;
+mod centroid;
 mod coordination;
 mod error;
 mod health;
@@ -29,9 +31,9 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use mempalace_core::centroid::Centroid;
+use mempalace_core::centroid::{Centroid, RoomCentroid};
 use mempalace_core::coordination::{Artifact, Event, StoredEvent};
-use mempalace_core::kg::{Entity, Triple};
+use mempalace_core::kg::{Entity, EntityAlias, Triple};
 use mempalace_core::session::{EpisodicSummary, Session};
 use mempalace_core::tunnel::Tunnel;
 use std::collections::HashMap;
@@ -40,9 +42,10 @@ use mempalace_core::{
     Content, ContentHash, Drawer, DrawerId, DrawerStatus, Embedding, Identity, Timestamp, WorkspaceId,
 };
 use mempalace_store::{
-    AppendOutcome, Direction, DrawerFilter, EventFilter, HallCount, HealthCheck, IdentityRecord, KgStats, PalaceRecord,
-    PipelineCounts, PruneCandidate, PutOutcome, RecordCounts, SessionActivity, StorageInfo, StoreError, StoreRead,
-    StoreResult, StoreWrite, Taxonomy, TripleOutcome, VectorChange,
+    AppendOutcome, CentroidSamples, Direction, DrawerFilter, EntityUsage, EventFilter, HallCount, HealthCheck,
+    IdentityRecord, KgStats, MergeOutcome, PalaceRecord, PipelineCounts, PruneCandidate, PutOutcome, RecordCounts,
+    SessionActivity, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy, TripleOutcome, Unmerged,
+    VectorChange,
 };
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
@@ -255,6 +258,35 @@ impl StoreRead for SqliteStore {
 
     fn centroids(&self, workspace: &WorkspaceId) -> StoreResult<Vec<Centroid>> {
         self.read(|conn| records::centroids(conn, workspace))
+    }
+
+    fn entity_aliases(&self, workspace: &WorkspaceId) -> StoreResult<Vec<EntityAlias>> {
+        self.read(|conn| alias::entity_aliases(conn, workspace))
+    }
+
+    fn resolve_entities(&self, workspace: &WorkspaceId, ids: &[String]) -> StoreResult<HashMap<String, String>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        self.read(|conn| alias::resolve_entities(conn, workspace, ids))
+    }
+
+    fn entity_usage(&self, workspace: &WorkspaceId) -> StoreResult<Vec<EntityUsage>> {
+        self.read(|conn| alias::entity_usage(conn, workspace))
+    }
+
+    fn room_centroids(&self, workspace: &WorkspaceId) -> StoreResult<Vec<RoomCentroid>> {
+        self.read(|conn| centroid::room_centroids(conn, workspace))
+    }
+
+    fn centroid_samples(
+        &self,
+        workspace: &WorkspaceId,
+        model: &str,
+        which: &CentroidSamples,
+        limit: usize,
+    ) -> StoreResult<Vec<(DrawerId, Vec<f32>)>> {
+        self.read(|conn| centroid::centroid_samples(conn, workspace, model, which, limit))
     }
 
     fn embeddings_by_hash(
@@ -578,6 +610,33 @@ impl StoreWrite for SqliteStore {
             return Ok(0);
         }
         self.write(|tx| work::mark_episodes_promoted(tx, workspace, ids, &at))
+    }
+
+    fn merge_entity(
+        &self,
+        workspace: &WorkspaceId,
+        alias: &str,
+        canonical: &str,
+        reason: &str,
+        at: Timestamp,
+    ) -> StoreResult<MergeOutcome> {
+        self.write(|tx| alias::merge_entity(tx, workspace, alias, canonical, reason, &at))
+    }
+
+    fn unmerge_entity(&self, workspace: &WorkspaceId, alias: &str) -> StoreResult<Option<Unmerged>> {
+        self.write(|tx| alias::unmerge_entity(tx, workspace, alias))
+    }
+
+    fn put_centroid(&self, centroid: &Centroid) -> StoreResult<bool> {
+        self.write(|tx| centroid::put_centroid(tx, centroid))
+    }
+
+    fn put_room_centroid(&self, centroid: &RoomCentroid) -> StoreResult<bool> {
+        self.write(|tx| centroid::put_room_centroid(tx, centroid))
+    }
+
+    fn delete_room_centroid(&self, workspace: &WorkspaceId, wing: &str, room: &str) -> StoreResult<bool> {
+        self.write(|tx| centroid::delete_room_centroid(tx, workspace, wing, room))
     }
 
     fn try_start_job(&self, job: &str, tick: i64, holder: &str, lease: Duration, now: Timestamp) -> StoreResult<bool> {

@@ -293,7 +293,11 @@ pub(crate) fn set_identity(
     Ok(())
 }
 
-fn embedding_from(model: Option<String>, blob: Option<Vec<u8>>, what: &str) -> StoreResult<Option<Embedding>> {
+pub(crate) fn embedding_from(
+    model: Option<String>,
+    blob: Option<Vec<u8>>,
+    what: &str,
+) -> StoreResult<Option<Embedding>> {
     match (model, blob) {
         (Some(model), Some(blob)) => Ok(Some(Embedding { model, vector: blob_to_vector(&blob, what)? })),
         _ => Ok(None),

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use mempalace_core::centroid::Centroid;
+use mempalace_core::centroid::{Centroid, RoomCentroid};
 use mempalace_core::coordination::{Artifact, Event, EventDraft, EventStatus, StoredEvent};
 use mempalace_core::kg::{Entity, Triple, entity_id};
 use mempalace_core::session::{EpisodicSummary, Session, SessionStatus};
@@ -58,6 +58,8 @@ macro_rules! conformance_suite {
             check_consolidation,
             check_events_round_trip_and_filters,
             check_event_artifacts_and_references,
+            check_entity_merge_and_unmerge,
+            check_centroids,
         );
 
         #[test]
@@ -1616,4 +1618,231 @@ pub fn run_all(mut fresh: impl FnMut() -> Arc<dyn Store>) {
     check_event_artifacts_and_references(fresh().as_ref());
     check_concurrent_writers(fresh());
     check_event_cursor_under_concurrent_appends(fresh());
+}
+
+/// Entity aliases (issue 18): a merge moves the alias's facts and mentions
+/// to the canonical entity and records them; later writes naming the alias
+/// land on the canonical entity; verify and rebuild agree with the merged
+/// state; a second merge is a no-op; unmerge moves exactly the recorded
+/// facts back and derives the mentions again; workspaces stay apart.
+pub fn check_entity_merge_and_unmerge(store: &dyn Store) {
+    use crate::{Direction, EntityUsage, MergeOutcome, Unmerged};
+    let ws = workspace("default");
+    let names = ["PostgreSQL", "Postgres", "Alice", "Redis", "Bob"];
+    store.add_entities(&names.iter().map(|n| entity(&ws, n, "technology")).collect::<Vec<_>>()).expect("entities");
+    let (pg, alias, alice, redis) =
+        (entity_id("PostgreSQL"), entity_id("Postgres"), entity_id("Alice"), entity_id("Redis"));
+    let uses = added(store.add_triple(&fact(&ws, "Alice", "uses", "Postgres", None, None)).expect("fact"));
+    let replaced = added(store.add_triple(&fact(&ws, "Postgres", "replaced", "Redis", None, None)).expect("fact"));
+    let likes = added(store.add_triple(&fact(&ws, "Alice", "likes", "PostgreSQL", None, None)).expect("fact"));
+    let mut d1 = drawer(&ws, "lab", "db", "We run Postgres.");
+    d1.entities = vec!["Postgres".into()];
+    let mut d2 = drawer(&ws, "lab", "db", "Postgres, also called PostgreSQL.");
+    d2.entities = vec!["Postgres".into(), "PostgreSQL".into()];
+    let mut d3 = drawer(&ws, "lab", "db", "PostgreSQL 16 notes.");
+    d3.entities = vec!["PostgreSQL".into()];
+    store.put_drawers(&[d1.clone(), d2.clone(), d3.clone()]).expect("drawers");
+    let usage = store.entity_usage(&ws).expect("usage");
+    assert!(usage.contains(&EntityUsage { id: alias.clone(), triples: 2, mentions: 2 }), "{usage:?}");
+    assert!(usage.contains(&EntityUsage { id: pg.clone(), triples: 1, mentions: 2 }), "{usage:?}");
+
+    let merged_at = at("2025-05-01T00:00:00Z");
+    assert_eq!(
+        store.merge_entity(&ws, &alias, &pg, "abbreviation", merged_at).expect("merge"),
+        MergeOutcome::Merged { triples: 2, mentions: 2 }
+    );
+    assert_eq!(store.merge_entity(&ws, &alias, &pg, "again", merged_at).expect("again"), MergeOutcome::AlreadyMerged);
+    assert_eq!(
+        store.merge_entity(&ws, &alias, &redis, "elsewhere", merged_at).expect("elsewhere"),
+        MergeOutcome::MergedElsewhere { canonical_id: pg.clone() }
+    );
+    assert_eq!(
+        store.merge_entity(&ws, &entity_id("nobody"), &pg, "missing", merged_at).expect("missing"),
+        MergeOutcome::Missing { id: entity_id("nobody") }
+    );
+    assert_eq!(
+        store.merge_entity(&ws, &pg, &pg, "itself", merged_at).expect("itself"),
+        MergeOutcome::Missing { id: pg.clone() }
+    );
+    assert!(store.entities_by_id(&ws, std::slice::from_ref(&alias)).expect("by id").is_empty(), "the alias left");
+    let aliases = store.entity_aliases(&ws).expect("aliases");
+    assert_eq!(aliases.len(), 1);
+    assert_eq!((aliases[0].alias.name.as_str(), aliases[0].canonical_id.as_str()), ("Postgres", pg.as_str()));
+    assert_eq!((aliases[0].reason.as_str(), aliases[0].merged_at), ("abbreviation", merged_at));
+    assert_eq!((aliases[0].moved_triples, aliases[0].moved_mentions), (2, 2));
+    let resolved = store.resolve_entities(&ws, &[alias.clone(), alice.clone()]).expect("resolve");
+    assert_eq!(resolved, std::collections::HashMap::from([(alias.clone(), pg.clone())]));
+    assert!(store.resolve_entities(&workspace("other"), std::slice::from_ref(&alias)).expect("other").is_empty());
+    assert_eq!(store.triples_about(&ws, &pg, Direction::Both).expect("about").len(), 3);
+    assert!(store.triples_about(&ws, &alias, Direction::Both).expect("about alias").is_empty());
+    let mentioning = |ids: &[String]| {
+        let mut found: Vec<(DrawerId, u32)> = store.drawers_mentioning(&ws, ids, 10).expect("mentions");
+        found.sort();
+        found
+    };
+    let mut all_three = vec![(d1.id.clone(), 1), (d2.id.clone(), 1), (d3.id.clone(), 1)];
+    all_three.sort();
+    assert_eq!(mentioning(std::slice::from_ref(&pg)), all_three);
+    assert!(store.entity_names(&ws).expect("names").contains(&"Postgres".to_string()), "aliases stay known names");
+
+    // Writes naming the alias land on the canonical entity.
+    assert_eq!(store.add_entities(&[entity(&ws, "Postgres", "technology")]).expect("again"), 0);
+    let later = added(store.add_triple(&fact(&ws, "Bob", "uses", "Postgres", None, None)).expect("later fact"));
+    let stored = store.triples(&ws).expect("triples");
+    assert_eq!(stored.iter().find(|t| t.id == later).map(|t| t.object.clone()), Some(pg.clone()));
+    let mut d4 = drawer(&ws, "lab", "db", "Postgres again, after the merge.");
+    d4.entities = vec!["Postgres".into()];
+    store.put_drawers(std::slice::from_ref(&d4)).expect("later drawer");
+    assert_eq!(store.drawers_mentioning(&ws, std::slice::from_ref(&pg), 10).expect("m").len(), 4);
+    for check in store.verify().expect("verify") {
+        assert!(check.ok, "{check:?}");
+    }
+    store.rebuild_derived().expect("rebuild");
+    assert_eq!(store.drawers_mentioning(&ws, std::slice::from_ref(&pg), 10).expect("m").len(), 4, "rebuild agrees");
+    assert!(store.drawers_mentioning(&ws, std::slice::from_ref(&alias), 10).expect("m").is_empty());
+
+    // Unmerge: exactly the recorded facts move back; mentions are derived again.
+    assert_eq!(
+        store.unmerge_entity(&ws, &alias).expect("unmerge"),
+        Some(Unmerged { canonical_id: pg.clone(), triples: 2, mentions: 3 })
+    );
+    assert_eq!(store.unmerge_entity(&ws, &alias).expect("unmerge again"), None);
+    assert!(store.entity_aliases(&ws).expect("aliases").is_empty());
+    let restored = store.entities_by_id(&ws, std::slice::from_ref(&alias)).expect("restored");
+    assert_eq!(restored, vec![entity(&ws, "Postgres", "technology")], "the alias's own record comes back");
+    let by_id: std::collections::HashMap<String, Triple> =
+        store.triples(&ws).expect("triples").into_iter().map(|t| (t.id.clone(), t)).collect();
+    assert_eq!(by_id[&uses].object, alias);
+    assert_eq!(by_id[&replaced].subject, alias);
+    assert_eq!(by_id[&likes].object, pg);
+    assert_eq!(by_id[&later].object, pg, "a fact added after the merge stays with the canonical entity");
+    let mut alias_drawers = vec![(d1.id.clone(), 1), (d2.id.clone(), 1), (d4.id.clone(), 1)];
+    alias_drawers.sort();
+    assert_eq!(mentioning(std::slice::from_ref(&alias)), alias_drawers);
+    let mut pg_drawers = vec![(d2.id.clone(), 1), (d3.id.clone(), 1)];
+    pg_drawers.sort();
+    assert_eq!(mentioning(std::slice::from_ref(&pg)), pg_drawers);
+    for check in store.verify().expect("verify") {
+        assert!(check.ok, "{check:?}");
+    }
+
+    // Merging into an alias's alias chain: aliases of the alias follow it.
+    let k8s = entity_id("k8s");
+    store
+        .add_entities(&[
+            entity(&ws, "k8s", "technology"),
+            entity(&ws, "Kubernetes", "technology"),
+            entity(&ws, "kube", "technology"),
+        ])
+        .expect("more");
+    store.merge_entity(&ws, &entity_id("kube"), &k8s, "manual", merged_at).expect("kube into k8s");
+    store.merge_entity(&ws, &k8s, &entity_id("Kubernetes"), "manual", merged_at).expect("k8s into kubernetes");
+    let resolved = store.resolve_entities(&ws, &[entity_id("kube"), k8s.clone()]).expect("resolve chain");
+    assert_eq!(resolved.get(&entity_id("kube")), Some(&entity_id("Kubernetes")));
+    assert_eq!(resolved.get(&k8s), Some(&entity_id("Kubernetes")));
+}
+
+/// Centroids: a memory-type centroid is replaced only for another source
+/// hash; a room centroid says whether its vector changed and keeps the
+/// room size; samples are the newest active vectors of one model that the
+/// selection allows (for types: LLM-labelled, processed, recent enough).
+pub fn check_centroids(store: &dyn Store) {
+    use crate::CentroidSamples;
+    let ws = workspace("default");
+    let centroid = Centroid {
+        workspace_id: ws.clone(),
+        memory_type: MemoryType::Decision,
+        embedding: Embedding { model: "m".into(), vector: vec![0.5, 0.5, 0.0] },
+        sample_count: 60,
+        computed_at: at("2025-05-01T00:00:00Z"),
+        source_hash: "h1".into(),
+    };
+    assert!(store.put_centroid(&centroid).expect("put"));
+    let same_hash = Centroid { sample_count: 61, ..centroid.clone() };
+    assert!(!store.put_centroid(&same_hash).expect("same hash"));
+    assert_eq!(store.centroids(&ws).expect("centroids"), vec![centroid.clone()]);
+    let next = Centroid { source_hash: "h2".into(), sample_count: 70, ..centroid.clone() };
+    assert!(store.put_centroid(&next).expect("next"));
+    assert_eq!(store.centroids(&ws).expect("centroids"), vec![next.clone()]);
+
+    let room = RoomCentroid {
+        workspace_id: ws.clone(),
+        wing: "lab".into(),
+        room: "db".into(),
+        embedding: Embedding { model: "m".into(), vector: vec![1.0, 0.0, 0.0] },
+        sample_count: 12,
+        room_drawers: 12,
+        computed_at: at("2025-05-01T00:00:00Z"),
+        source_hash: "r1".into(),
+    };
+    assert!(store.put_room_centroid(&room).expect("room"));
+    let grown = RoomCentroid { room_drawers: 13, computed_at: at("2025-05-02T00:00:00Z"), ..room.clone() };
+    assert!(!store.put_room_centroid(&grown).expect("same samples"));
+    assert_eq!(store.room_centroids(&ws).expect("rooms"), vec![grown.clone()]);
+    let moved = RoomCentroid {
+        source_hash: "r2".into(),
+        embedding: Embedding { model: "m".into(), vector: vec![0.0, 1.0, 0.0] },
+        ..grown.clone()
+    };
+    assert!(store.put_room_centroid(&moved).expect("new samples"));
+    assert_eq!(store.room_centroids(&ws).expect("rooms"), vec![moved]);
+    assert!(store.room_centroids(&workspace("other")).expect("other").is_empty());
+    assert!(!store.delete_room_centroid(&workspace("other"), "lab", "db").expect("other"));
+    assert!(store.delete_room_centroid(&ws, "lab", "db").expect("delete"));
+    assert!(!store.delete_room_centroid(&ws, "lab", "db").expect("delete again"));
+
+    let with_vector = |text: &str, room: &str, model: &str, filed: &str, vector: Vec<f32>| {
+        let mut d = drawer(&ws, "lab", room, text);
+        d.filed_at = at(filed);
+        d.embedding = Some(Embedding { model: model.into(), vector });
+        d.memory_type = Some(MemoryType::Decision);
+        d.state = DrawerState::Processed;
+        d.pipeline_tier = PipelineTier::Llm;
+        d
+    };
+    let old = with_vector("old decision", "db", "m", "2025-01-01T00:00:00Z", vec![1.0, 0.0, 0.0]);
+    let new = with_vector("new decision", "db", "m", "2025-04-01T00:00:00Z", vec![0.0, 1.0, 0.0]);
+    let other_model = with_vector("other model", "db", "n", "2025-04-02T00:00:00Z", vec![0.0, 0.0, 1.0]);
+    let mut by_centroid = with_vector("centroid labelled", "db", "m", "2025-04-03T00:00:00Z", vec![0.5, 0.5, 0.0]);
+    by_centroid.pipeline_tier = PipelineTier::Centroid;
+    let gone = with_vector("invalidated", "db", "m", "2025-04-04T00:00:00Z", vec![0.1, 0.1, 0.0]);
+    let elsewhere = with_vector("another room", "ui", "m", "2025-04-05T00:00:00Z", vec![0.2, 0.2, 0.0]);
+    store
+        .put_drawers(&[old.clone(), new.clone(), other_model, by_centroid.clone(), gone.clone(), elsewhere.clone()])
+        .expect("drawers");
+    store
+        .set_drawer_status(&ws, &gone.id, DrawerStatus::Invalidated, Some("test"), at("2025-04-06T00:00:00Z"))
+        .expect("status");
+    let ids = |samples: Vec<(DrawerId, Vec<f32>)>| samples.into_iter().map(|(id, _)| id).collect::<Vec<_>>();
+    let room_samples = |limit| {
+        store
+            .centroid_samples(&ws, "m", &CentroidSamples::Room { wing: "lab".into(), room: "db".into() }, limit)
+            .expect("room samples")
+    };
+    assert_eq!(ids(room_samples(10)), vec![by_centroid.id.clone(), new.id.clone(), old.id.clone()]);
+    assert_eq!(ids(room_samples(1)), vec![by_centroid.id.clone()]);
+    assert_eq!(room_samples(10)[1].1, vec![0.0, 1.0, 0.0], "vectors come back as stored");
+    let typed = |since: &str| {
+        ids(store
+            .centroid_samples(
+                &ws,
+                "m",
+                &CentroidSamples::MemoryType { memory_type: MemoryType::Decision, since: at(since) },
+                10,
+            )
+            .expect("type samples"))
+    };
+    assert_eq!(typed("2024-01-01T00:00:00Z"), vec![elsewhere.id.clone(), new.id.clone(), old.id.clone()]);
+    assert_eq!(typed("2025-02-01T00:00:00Z"), vec![elsewhere.id, new.id], "too old drawers are left out");
+    assert!(
+        store
+            .centroid_samples(
+                &workspace("other"),
+                "m",
+                &CentroidSamples::Room { wing: "lab".into(), room: "db".into() },
+                10
+            )
+            .expect("other")
+            .is_empty()
+    );
 }

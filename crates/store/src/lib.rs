@@ -25,14 +25,14 @@ pub mod conformance;
 
 pub use error::{StoreError, StoreResult};
 pub use record::{
-    AppendOutcome, Direction, DrawerFilter, EventFilter, HallCount, HealthCheck, IdentityRecord, JobRun, KgStats,
-    PalaceRecord, PipelineCounts, PruneCandidate, PutOutcome, RecordCounts, SessionActivity, StorageInfo, Taxonomy,
-    TripleOutcome, VectorChange, WingCount,
+    AppendOutcome, CentroidSamples, Direction, DrawerFilter, EntityUsage, EventFilter, HallCount, HealthCheck,
+    IdentityRecord, JobRun, KgStats, MergeOutcome, PalaceRecord, PipelineCounts, PruneCandidate, PutOutcome,
+    RecordCounts, SessionActivity, StorageInfo, Taxonomy, TripleOutcome, Unmerged, VectorChange, WingCount,
 };
 
-use mempalace_core::centroid::Centroid;
+use mempalace_core::centroid::{Centroid, RoomCentroid};
 use mempalace_core::coordination::{Artifact, Event, StoredEvent};
-use mempalace_core::kg::{Entity, Triple};
+use mempalace_core::kg::{Entity, EntityAlias, Triple};
 use mempalace_core::session::{EpisodicSummary, Session};
 use mempalace_core::tunnel::Tunnel;
 use std::collections::HashMap;
@@ -247,6 +247,29 @@ pub trait StoreRead: Send + Sync {
         keep: u64,
     ) -> StoreResult<Vec<PruneCandidate>>;
 
+    /// Every entity merged into another, in alias id order (issue 18).
+    fn entity_aliases(&self, workspace: &WorkspaceId) -> StoreResult<Vec<EntityAlias>>;
+
+    /// The canonical entity of each of `ids` that is an alias; ids that
+    /// are not aliases are absent from the map.
+    fn resolve_entities(&self, workspace: &WorkspaceId, ids: &[String]) -> StoreResult<HashMap<String, String>>;
+
+    /// Every entity of the workspace with its facts and mentions, in id order.
+    fn entity_usage(&self, workspace: &WorkspaceId) -> StoreResult<Vec<EntityUsage>>;
+
+    /// Every room centroid of the workspace, by wing and room.
+    fn room_centroids(&self, workspace: &WorkspaceId) -> StoreResult<Vec<RoomCentroid>>;
+
+    /// Up to `limit` vectors of `model` of the drawers `which` selects,
+    /// newest first (ties by id): what a centroid averages.
+    fn centroid_samples(
+        &self,
+        workspace: &WorkspaceId,
+        model: &str,
+        which: &CentroidSamples,
+        limit: usize,
+    ) -> StoreResult<Vec<(DrawerId, Vec<f32>)>>;
+
     /// The drawers nearest to `query` among the vectors of `model` that
     /// pass `filter`, by cosine similarity, best first — when the backend
     /// keeps a vector index of its own (PostgreSQL: pgvector HNSW). `None`
@@ -426,6 +449,45 @@ pub trait StoreWrite: StoreRead {
     /// Sets `promoted_at` on the workspace's episodic summaries `ids` that
     /// have none. Returns how many changed.
     fn mark_episodes_promoted(&self, workspace: &WorkspaceId, ids: &[String], at: Timestamp) -> StoreResult<usize>;
+
+    /// Merges entity `alias` into entity `canonical` in one transaction:
+    /// the facts naming the alias (as subject or object) and the drawers
+    /// mentioning it move to the canonical entity, and what moved is
+    /// recorded; the alias's own record leaves `entities` for the alias
+    /// table, with `reason` and `at`; aliases of the alias become aliases
+    /// of `canonical`. From then on the store resolves the alias on every
+    /// write: adding the alias entity again is a no-op, facts and mentions
+    /// naming it land on the canonical entity. Idempotent.
+    fn merge_entity(
+        &self,
+        workspace: &WorkspaceId,
+        alias: &str,
+        canonical: &str,
+        reason: &str,
+        at: Timestamp,
+    ) -> StoreResult<MergeOutcome>;
+
+    /// Undoes [`StoreWrite::merge_entity`] in one transaction: the alias's
+    /// record returns to `entities`, exactly the facts recorded as moved
+    /// (and still naming the canonical entity) move back — facts added
+    /// since stay with the canonical entity — and the mentions of the
+    /// recorded drawers and of every drawer mentioning the canonical
+    /// entity are derived again from their names. `None` when
+    /// `alias` is not merged (so a second call is a no-op).
+    fn unmerge_entity(&self, workspace: &WorkspaceId, alias: &str) -> StoreResult<Option<Unmerged>>;
+
+    /// Stores a memory-type centroid, replacing the type's previous one,
+    /// unless the stored one has the same source hash (then nothing
+    /// changes and the answer is false).
+    fn put_centroid(&self, centroid: &Centroid) -> StoreResult<bool>;
+
+    /// Stores a room centroid, replacing the room's previous one. True
+    /// when the vector changed (a new room or another source hash); with
+    /// the same hash only the room size and time are updated.
+    fn put_room_centroid(&self, centroid: &RoomCentroid) -> StoreResult<bool>;
+
+    /// Forgets a room's centroid (the room emptied); false when it had none.
+    fn delete_room_centroid(&self, workspace: &WorkspaceId, wing: &str, room: &str) -> StoreResult<bool>;
 
     /// Starts the palace-wide periodic `job` for wall-clock tick `tick`:
     /// true when this caller runs it — no other holder runs the job now

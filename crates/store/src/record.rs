@@ -407,3 +407,75 @@ pub struct JobRun {
     /// whose holder died stays unfinished.
     pub finished: bool,
 }
+
+/// What [`crate::StoreWrite::merge_entity`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergeOutcome {
+    /// The alias is merged: its facts and mentions moved (and were
+    /// recorded, so `unmerge_entity` can move exactly them back).
+    Merged {
+        /// Facts whose subject or object moved (a fact naming the alias on
+        /// both sides counts once).
+        triples: u64,
+        /// Drawers whose mention moved.
+        mentions: u64,
+    },
+    /// The alias was already merged into this canonical entity: nothing changed.
+    AlreadyMerged,
+    /// The alias is merged into another entity: unmerge it first.
+    MergedElsewhere {
+        /// Where it is merged now.
+        canonical_id: String,
+    },
+    /// One of the two entities does not exist (or they are the same).
+    Missing {
+        /// The id that was not found.
+        id: String,
+    },
+}
+
+/// What [`crate::StoreWrite::unmerge_entity`] restored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unmerged {
+    /// The entity it had been merged into.
+    pub canonical_id: String,
+    /// Facts moved back to the restored entity.
+    pub triples: u64,
+    /// Drawers that mention the restored entity again (mentions are
+    /// derived from drawer names, so drawers filed since the merge that
+    /// name the alias count too).
+    pub mentions: u64,
+}
+
+/// How much an entity is used (`StoreRead::entity_usage`): what decides
+/// which of several duplicates is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntityUsage {
+    /// Entity id.
+    pub id: String,
+    /// Facts naming it as subject or object.
+    pub triples: u64,
+    /// Drawers mentioning it.
+    pub mentions: u64,
+}
+
+/// Which drawers train a centroid (`StoreRead::centroid_samples`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum CentroidSamples {
+    /// Active, processed drawers of this type labelled by the language
+    /// model (`pipeline_tier = llm`, never `centroid`: seed 0's feedback
+    /// loop guard), filed at or after `since`.
+    MemoryType {
+        /// The type.
+        memory_type: mempalace_core::MemoryType,
+        /// Oldest filing time included.
+        since: Timestamp,
+    },
+    /// Active drawers of one room, whatever their tier.
+    Room {
+        /// Wing.
+        wing: String,
+        /// Room.
+        room: String,
+    },
+}
