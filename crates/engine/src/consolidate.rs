@@ -27,6 +27,10 @@
 //!   to the archive (status `archived`: kept whole, hidden, restorable),
 //!   never leaving fewer than [`PRUNE_KEEP`] active drawers.
 //!
+//! - **Entity dedup** (`crate::entities`): names that are one entity
+//!   ("Postgres", "PostgreSQL", "postgres db") become aliases of one
+//!   canonical entity, reversibly.
+//!
 //! Every step is idempotent (deterministic ids, `source_id` per session
 //! state, promoted marks), runs once per tick across processes, and stops
 //! with `MEMPALACE_CONSOLIDATION=off`.
@@ -95,6 +99,8 @@ pub struct ConsolidateReport {
     pub insights: usize,
     /// Episodes folded into a dream.
     pub dreamt_episodes: usize,
+    /// Duplicate entities merged into another (aliases made).
+    pub entities_merged: usize,
     /// Why the model was not used, when it was not for some step.
     pub model_fallback: Option<String>,
     /// Why nothing ran, when nothing did.
@@ -108,6 +114,7 @@ impl std::ops::AddAssign for ConsolidateReport {
         self.promoted += other.promoted;
         self.insights += other.insights;
         self.dreamt_episodes += other.dreamt_episodes;
+        self.entities_merged += other.entities_merged;
         self.model_fallback = self.model_fallback.take().or(other.model_fallback);
         self.skipped = self.skipped.take().or(other.skipped);
     }
@@ -172,6 +179,10 @@ impl Palace {
             let palace = self.for_workspace(workspace);
             report += palace.write_episodes()?;
             report.promoted += palace.promote()?;
+            // After promotion, whose facts may name an entity twice.
+            if self.jobs().entity_dedup {
+                report.entities_merged += palace.dedup_entities(false)?.merged;
+            }
             if self.jobs().dreaming {
                 report += palace.dream()?;
             }

@@ -69,7 +69,8 @@ pub const DECAY_IDLE: Duration = Duration::from_secs(7 * 86_400);
 /// change the defaults: `MEMPALACE_PROCESS_BATCH`, `MEMPALACE_LLM_BATCH`,
 /// `MEMPALACE_{PROCESS,ENRICH,MAINTAIN,CONSOLIDATE}_EVERY_S`,
 /// `MEMPALACE_EPISODE_IDLE_S`, `MEMPALACE_CONSOLIDATION`,
-/// `MEMPALACE_DREAMING`, `MEMPALACE_PRUNE`).
+/// `MEMPALACE_DREAMING`, `MEMPALACE_PRUNE`, `MEMPALACE_ENTITY_DEDUP`,
+/// `MEMPALACE_CENTROIDS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JobSettings {
     /// Raw drawers claimed per `process` batch.
@@ -95,6 +96,10 @@ pub struct JobSettings {
     pub dreaming: bool,
     /// Whether `maintain` prunes faded drawers to the archive.
     pub prune: bool,
+    /// Whether `consolidate` merges duplicate entities.
+    pub entity_dedup: bool,
+    /// Whether `maintain` trains the centroids.
+    pub centroids: bool,
 }
 
 impl Default for JobSettings {
@@ -110,6 +115,8 @@ impl Default for JobSettings {
             consolidation: true,
             dreaming: false,
             prune: true,
+            entity_dedup: true,
+            centroids: true,
         }
     }
 }
@@ -235,6 +242,8 @@ pub struct MaintainReport {
     pub expired: usize,
     /// Drawers moved to the archive (see [`crate::consolidate`]).
     pub archived: usize,
+    /// Memory-type and room centroids trained (see [`crate::centroids`]).
+    pub centroids_trained: usize,
 }
 
 impl Palace {
@@ -729,7 +738,8 @@ impl Palace {
         Ok(report)
     }
 
-    /// Decay, TTL and prune in every workspace (see [`MAINTAIN`]).
+    /// Decay, TTL, prune and centroid training in every workspace (see
+    /// [`MAINTAIN`]).
     pub fn maintain_all(&self) -> EngineResult<MaintainReport> {
         let now = self.now();
         let ago = |d: Duration| now - chrono::TimeDelta::from_std(d).unwrap_or(chrono::TimeDelta::MAX);
@@ -743,8 +753,13 @@ impl Palace {
                 DECAY_FLOOR,
             )?;
             report.expired += self.store().expire_episodic_summaries(&workspace, now)?;
+            let palace = self.for_workspace(workspace);
             if self.jobs().prune {
-                report.archived += self.for_workspace(workspace).prune(false)?.drawers.len();
+                report.archived += palace.prune(false)?.drawers.len();
+            }
+            if self.jobs().centroids {
+                let trained = palace.recompute_centroids()?;
+                report.centroids_trained += trained.types_trained.len() + trained.rooms_trained.len();
             }
         }
         Ok(report)

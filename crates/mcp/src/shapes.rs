@@ -246,3 +246,51 @@ pub fn prune_report(report: &mempalace_engine::consolidate::PruneReport) -> Valu
         })).collect::<Vec<_>>(),
     })
 }
+
+/// What an entity dedup found and did (`memory_kg_dedup`, `mempalace
+/// entities dedup --json`).
+pub fn dedup_report(report: &mempalace_engine::entities::DedupReport) -> Value {
+    json!({
+        "applied": report.applied,
+        "entities": report.entities,
+        "merged": report.merged,
+        "moved_triples": report.moved_triples,
+        "moved_mentions": report.moved_mentions,
+        "groups": report.groups.iter().map(|g| json!({
+            "canonical": g.canonical,
+            "canonical_id": g.canonical_id,
+            "aliases": g.aliases.iter().map(|(name, why)| json!({"name": name, "reason": why})).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "flagged": report.flagged.iter().map(|f| json!({"a": f.a, "b": f.b, "reason": f.reason})).collect::<Vec<_>>(),
+    })
+}
+
+/// One entity alias, with its canonical entity's name when known.
+pub fn entity_alias(alias: &mempalace_core::kg::EntityAlias, canonical: Option<&str>) -> Value {
+    json!({
+        "alias": alias.alias.name,
+        "alias_id": alias.alias.id,
+        "canonical": canonical,
+        "canonical_id": alias.canonical_id,
+        "reason": alias.reason,
+        "merged_at": mempalace_core::time::format_timestamp(&alias.merged_at),
+        "moved_triples": alias.moved_triples,
+        "moved_mentions": alias.moved_mentions,
+    })
+}
+
+/// What a centroid recompute did (`mempalace centroids recompute --json`).
+pub fn centroid_report(report: &mempalace_engine::centroids::CentroidReport) -> Value {
+    json!({
+        "workspace": report.workspace,
+        "model": report.model,
+        "types_trained": report.types_trained.iter().map(|(t, n)| json!({"memory_type": t.as_str(), "samples": n})).collect::<Vec<_>>(),
+        "types_unchanged": report.types_unchanged.iter().map(|t| t.as_str()).collect::<Vec<_>>(),
+        "types_too_few": report.types_too_few.iter().map(|(t, n)| json!({"memory_type": t.as_str(), "samples": n})).collect::<Vec<_>>(),
+        "rooms_trained": report.rooms_trained.iter().map(|(r, n)| json!({"room": r, "samples": n})).collect::<Vec<_>>(),
+        "rooms_unchanged": report.rooms_unchanged,
+        "rooms_not_due": report.rooms_not_due,
+        "rooms_too_few": report.rooms_too_few,
+        "rooms_forgotten": report.rooms_forgotten,
+    })
+}

@@ -332,6 +332,18 @@ fn every_tool_result_matches_its_golden_file() {
             r.call("memory_restore", json!({"drawer_id": id})).await;
         }
         r.call("memory_restore", json!({"drawer_id": "drawer_missing_x_1"})).await;
+        // Duplicate entities: two spellings of one company.
+        r.call("memory_kg_add", json!({"subject": "Acme Corp", "predicate": "hosts", "object": "tile index"})).await;
+        r.call("memory_kg_add", json!({"subject": "Acme Inc", "predicate": "bills", "object": "the lab"})).await;
+        r.call("memory_kg_dedup", json!({})).await;
+        r.call("memory_kg_dedup", json!({"dry_run": false})).await;
+        r.call("memory_kg_aliases", json!({})).await;
+        r.call("memory_kg_unmerge", json!({"alias": "Acme Inc"})).await;
+        r.call("memory_kg_unmerge", json!({"alias": "Acme Inc"})).await;
+        r.call("memory_kg_merge", json!({"alias": "Acme Inc", "canonical": "Acme Corp"})).await;
+        r.call("memory_kg_merge", json!({"alias": "Acme Inc", "canonical": "Acme Corp"})).await;
+        r.call("memory_kg_aliases", json!({"entity": "Acme Inc"})).await;
+        r.call("memory_kg_query", json!({"entity": "Acme Inc"})).await;
     });
 
     // Every offered tool was called.

@@ -712,6 +712,14 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
                     Some(value) => switch(value, "MEMPALACE_PRUNE")?,
                     None => defaults.prune,
                 },
+                entity_dedup: match env.get("MEMPALACE_ENTITY_DEDUP") {
+                    Some(value) => switch(value, "MEMPALACE_ENTITY_DEDUP")?,
+                    None => defaults.entity_dedup,
+                },
+                centroids: match env.get("MEMPALACE_CENTROIDS") {
+                    Some(value) => switch(value, "MEMPALACE_CENTROIDS")?,
+                    None => defaults.centroids,
+                },
             }
         },
         llm,

@@ -68,6 +68,34 @@ pub fn tools() -> Vec<ToolSpec> {
             "Bring an archived or deleted drawer back (active again, found by searches).",
             restore,
         ),
+        ToolSpec::new(
+            "memory_kg_dedup",
+            F,
+            "Merge knowledge-graph entities whose names are one thing (\"Postgres\", \"PostgreSQL\", \"postgres db\"): \
+             the aliases' facts and mentions move to the kept entity, reversibly. Pairs that only may be one thing \
+             are flagged, not merged. Previews unless dry_run is false.",
+            kg_dedup,
+        ),
+        ToolSpec::new(
+            "memory_kg_merge",
+            F,
+            "Merge the entity named alias into the entity named canonical (its facts and mentions move; \
+             memory_kg_unmerge moves them back).",
+            kg_merge,
+        ),
+        ToolSpec::new(
+            "memory_kg_unmerge",
+            F,
+            "Undo a merge: the alias becomes an entity of its own again, with exactly the facts the merge moved.",
+            kg_unmerge,
+        ),
+        ToolSpec::new(
+            "memory_kg_aliases",
+            F,
+            "The entity aliases of the knowledge graph (of one entity, named by itself or an alias; else all).",
+            kg_aliases,
+        )
+        .read_only(),
     ]
 }
 
@@ -238,4 +266,73 @@ fn restore(backend: &Backend, p: Restore) -> ToolResult {
     let drawer = backend.palace().restore(&id)?;
     Ok(json!({"success": true, "drawer_id": drawer.id.as_str(), "status": drawer.status.as_str(),
         "wing": drawer.wing.as_str(), "room": drawer.room.as_str(), "importance": drawer.importance.get()}))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct KgDedup {
+    /// Only say what would merge (default true)
+    #[serde(default)]
+    dry_run: Option<bool>,
+}
+
+fn kg_dedup(backend: &Backend, p: KgDedup) -> ToolResult {
+    Ok(shapes::dedup_report(&backend.palace().dedup_entities(p.dry_run.unwrap_or(true))?))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct KgMerge {
+    /// The entity that becomes an alias
+    alias: String,
+    /// The entity kept
+    canonical: String,
+}
+
+fn kg_merge(backend: &Backend, p: KgMerge) -> ToolResult {
+    let alias = required_text("alias", &p.alias)?;
+    let canonical = required_text("canonical", &p.canonical)?;
+    Ok(match backend.palace().merge_entities(alias, canonical)? {
+        mempalace_store::MergeOutcome::Merged { triples, mentions } => {
+            json!({"success": true, "merged": true, "moved_triples": triples, "moved_mentions": mentions})
+        }
+        mempalace_store::MergeOutcome::AlreadyMerged => json!({"success": true, "merged": false, "already": true}),
+        other => json!({"success": false, "error": format!("{other:?}")}),
+    })
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct KgUnmerge {
+    /// The alias to make an entity of its own again
+    alias: String,
+}
+
+fn kg_unmerge(backend: &Backend, p: KgUnmerge) -> ToolResult {
+    let back = backend.palace().unmerge_entity(required_text("alias", &p.alias)?)?;
+    Ok(json!({"success": true, "canonical_id": back.canonical_id, "moved_triples": back.triples,
+        "mentions": back.mentions}))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct KgAliases {
+    /// Only the aliases of this entity (named by itself or an alias)
+    #[serde(default)]
+    entity: Option<String>,
+}
+
+fn kg_aliases(backend: &Backend, p: KgAliases) -> ToolResult {
+    let palace = backend.palace();
+    let aliases = palace.entity_aliases(p.entity.as_deref().filter(|e| !e.trim().is_empty()))?;
+    let mut items = Vec::new();
+    for alias in &aliases {
+        let name = palace
+            .store()
+            .entities_by_id(palace.workspace(), std::slice::from_ref(&alias.canonical_id))
+            .map_err(mempalace_engine::EngineError::from)?
+            .pop();
+        items.push(shapes::entity_alias(alias, name.as_ref().map(|e| e.name.as_str())));
+    }
+    Ok(json!({"count": items.len(), "aliases": items}))
 }

@@ -14,6 +14,7 @@ mod coordination;
 mod daemon;
 mod drawer;
 mod embedder;
+mod entities;
 mod hallways;
 mod hook;
 mod identity;
@@ -138,6 +139,12 @@ pub enum Command {
     /// The archive of pruned drawers: list, restore.
     #[command(subcommand)]
     Archive(consolidate::ArchiveCommand),
+    /// Duplicate entities ("Postgres", "PostgreSQL"): dedup, merge, unmerge, aliases.
+    #[command(subcommand)]
+    Entities(entities::EntitiesCommand),
+    /// Memory-type and room prototypes (centroids): recompute, list.
+    #[command(subcommand)]
+    Centroids(entities::CentroidsCommand),
     /// Show one drawer.
     Get(drawer::GetArgs),
     /// Delete a drawer: hide it (default, keeps it for review) or remove it with --hard.
@@ -524,6 +531,19 @@ pub fn run(cli: Cli, env: &BTreeMap<String, String>) -> Result<()> {
         }
         Command::Prune(args) => consolidate::prune(&open_palace(&settings, Access::Update)?, args),
         Command::Archive(command) => consolidate::archive(&open_palace(&settings, Access::Update)?, command),
+        Command::Entities(command) => {
+            let access = if matches!(command, entities::EntitiesCommand::Aliases { .. }) {
+                Access::Read
+            } else {
+                Access::Update
+            };
+            entities::entities(&open_palace(&settings, access)?, command)
+        }
+        Command::Centroids(command) => {
+            let access =
+                if matches!(command, entities::CentroidsCommand::List { .. }) { Access::Read } else { Access::Update };
+            entities::centroids(&with_embedder(open_palace(&settings, access)?, &settings)?, command)
+        }
         Command::Sync(args) => sync::run(&open_palace(&settings, Access::Update)?, args),
         Command::MemoryFiles(command) => {
             memory_files::run(&settings, command, |access| with_embedder(open_palace(&settings, access)?, &settings))

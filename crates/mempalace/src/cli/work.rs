@@ -77,6 +77,7 @@ pub fn consolidate_json(report: &ConsolidateReport) -> Value {
     json!({
         "episodes": report.episodes, "abstractive": report.abstractive, "promoted": report.promoted,
         "insights": report.insights, "dreamt_episodes": report.dreamt_episodes,
+        "entities_merged": report.entities_merged,
         "model_fallback": report.model_fallback, "skipped": report.skipped,
     })
 }
@@ -91,8 +92,13 @@ fn consolidate_line(report: &Value) -> String {
         None => format!("{} by the language model", report["abstractive"]),
     };
     format!(
-        "consolidate: {} episodes written ({by}), {} memories promoted, {} insights dreamt from {} episodes",
-        report["episodes"], report["promoted"], report["insights"], report["dreamt_episodes"]
+        "consolidate: {} episodes written ({by}), {} memories promoted, {} insights dreamt from {} episodes, {} \
+         duplicate entities merged",
+        report["episodes"],
+        report["promoted"],
+        report["insights"],
+        report["dreamt_episodes"],
+        report["entities_merged"]
     )
 }
 
@@ -111,7 +117,8 @@ fn run_job(palace: &Palace, job: JobName, worker: &str) -> Result<Value> {
         },
         JobName::Maintain => match palace.run_periodic(&MAINTAIN, worker, |palace| palace.maintain_all())? {
             Some(report) => json!({"job": "maintain", "worker": worker, "ran": true,
-                "decayed": report.decayed, "expired": report.expired, "archived": report.archived}),
+                "decayed": report.decayed, "expired": report.expired, "archived": report.archived,
+                "centroids_trained": report.centroids_trained}),
             None => json!({"job": "maintain", "worker": worker, "ran": false}),
         },
         JobName::Consolidate => match palace.run_periodic(&CONSOLIDATE, worker, |palace| palace.consolidate_all())? {
@@ -213,8 +220,8 @@ pub fn run(palace: &Palace, args: WorkArgs) -> Result<()> {
                 Some("consolidate") if run["ran"] == true => consolidate_line(&run["report"]),
                 Some("consolidate") => "consolidate: already run for this tick by another worker".to_string(),
                 _ if run["ran"] == true => format!(
-                    "maintain: {} drawers decayed, {} summaries expired, {} drawers archived",
-                    run["decayed"], run["expired"], run["archived"]
+                    "maintain: {} drawers decayed, {} summaries expired, {} drawers archived, {} centroids trained",
+                    run["decayed"], run["expired"], run["archived"], run["centroids_trained"]
                 ),
                 _ => "maintain: already run for today by another worker".to_string(),
             };

@@ -2,7 +2,9 @@
 //! Claude Code transcripts replayed through `hook run` (stop hooks as the
 //! session grows, then `session-end`) become episodes that drill down to
 //! their drawers; a preference said in two sessions is promoted by
-//! `work --jobs consolidate` to a semantic memory with its graph fact;
+//! `work --jobs consolidate` to a semantic memory with its graph fact, and
+//! two spellings of one company become one entity (unmerged and merged
+//! again by hand);
 //! then faded drawers of an old import are pruned to the archive (a dry
 //! run first, the switch that stops it), listed, and one is restored and
 //! found again; a small palace keeps its faded drawers. With a language
@@ -45,11 +47,14 @@ fn replay(sandbox: &Sandbox, source: &Path, session: &str) {
 
 /// A session in Claude Code's transcript shape where the user states a
 /// preference (the real samples hold none twice).
-fn preference_session(sandbox: &Sandbox, session: &str, opening: &str) -> PathBuf {
+fn preference_session(sandbox: &Sandbox, session: &str, opening: &str, host: &str) -> PathBuf {
     let path = sandbox.dir().join(format!("{session}.jsonl"));
     let turns = [
         (format!("{opening} I prefer tabs over spaces for indentation in every project."), "Understood."),
-        ("Now add a unit test for the tile cache eviction.".to_string(), "Added the test to tiles_test.rs."),
+        (
+            format!("Now add a unit test for the tile cache eviction; the tile index is served by {host}."),
+            "Added the test to tiles_test.rs.",
+        ),
     ];
     let mut text = String::new();
     for (i, (user, assistant)) in turns.iter().enumerate() {
@@ -91,8 +96,8 @@ fn sessions_replayed_through_the_hook_mature(store: Store) {
     hook(&sandbox, "session-end", "b7d41c09-tiles", &live);
     assert_eq!(sandbox.json(&["episodes", "list", "--json"])["count"], 2);
 
-    for (session, opening) in [("pref-1", "Before we start:"), ("pref-2", "Reminder:")] {
-        let path = preference_session(&sandbox, session, opening);
+    for (session, opening, host) in [("pref-1", "Before we start:", "Acme Corp"), ("pref-2", "Reminder:", "Acme Inc")] {
+        let path = preference_session(&sandbox, session, opening, host);
         hook(&sandbox, "stop", session, &path);
         hook(&sandbox, "session-end", session, &path);
     }
@@ -114,6 +119,22 @@ fn sessions_replayed_through_the_hook_mature(store: Store) {
     let again = sandbox.json(&["work", "--once", "--jobs", "consolidate", "--json"]);
     assert_eq!(again["runs"][0]["ran"], true, "{again}");
     assert_eq!(again["runs"][0]["report"]["promoted"], 0, "promoted once: {again}");
+
+    // The two spellings of the tile host are one entity, reversibly.
+    assert_eq!(report["entities_merged"], 1, "{run}");
+    let aliases = sandbox.json(&["entities", "aliases", "--json"]);
+    assert_eq!(aliases["count"], 1, "{aliases}");
+    let (alias, canonical) =
+        (aliases["aliases"][0]["alias"].as_str().unwrap(), aliases["aliases"][0]["canonical"].as_str().unwrap());
+    let mut pair = [alias, canonical];
+    pair.sort_unstable();
+    assert_eq!(pair, ["Acme Corp", "Acme Inc"], "{aliases}");
+    assert_eq!(sandbox.json(&["entities", "aliases", alias, "--json"])["count"], 1, "named by the alias too");
+    let unmerged = sandbox.ok(&["entities", "unmerge", alias]);
+    assert!(unmerged.starts_with(&format!("{alias} is its own entity again")), "{unmerged}");
+    assert_eq!(sandbox.json(&["entities", "aliases", "--json"])["count"], 0);
+    let merged = sandbox.ok(&["entities", "merge", alias, canonical]);
+    assert!(merged.starts_with(&format!("merged {alias} into {canonical}")), "{merged}");
     let status = sandbox.ok(&["status"]);
     assert!(status.contains("consolidate "), "status lists the job's last run:\n{status}");
 
@@ -219,7 +240,7 @@ fn a_model_summarises_the_sessions_and_dreams(store: Store) {
         .with_env("MEMPALACE_DREAMING", "on");
     for day in 0..5 {
         let session = format!("day-{day}");
-        let path = preference_session(&sandbox, &session, &format!("On day {day} of the rover work:"));
+        let path = preference_session(&sandbox, &session, &format!("On day {day} of the rover work:"), "Acme Corp");
         if day == 4 {
             server.push(Reply::openai("I would rather not summarise this."));
         } else {

@@ -61,7 +61,7 @@ MEMORY_TOOLS = [
     "memory_ingest_turn", "memory_delete_drawer", "memory_set_identity", "memory_kg_query", "memory_kg_add", "memory_kg_invalidate",
     "memory_kg_timeline", "memory_kg_stats", "memory_diary_write", "memory_diary_read",
     "memory_extract", "memory_list_memories", "memory_inject", "memory_episodes", "memory_prune", "memory_restore",
-    "memory_get", "memory_append",
+    "memory_kg_dedup", "memory_kg_merge", "memory_kg_unmerge", "memory_kg_aliases", "memory_get", "memory_append",
 ]
 ROBOTMEM_TOOLS = ["learn", "recall", "save_perception", "forget", "update", "start_session", "end_session"]
 
@@ -592,6 +592,21 @@ async def memory_family(session):
           "the restored drawer is found again; include_episodes adds the (empty) episodes", found)
     code, message = await rpc_error(session, "memory_episodes", {"limit": 500})
     check(code == -32602 and "limit" in message, "memory_episodes limit is checked", message)
+    # Duplicate entities, reversibly.
+    await call(session, "memory_kg_add", {"subject": "Acme Corp", "predicate": "hosts", "object": "the tile index"})
+    await call(session, "memory_kg_add", {"subject": "Acme Inc", "predicate": "bills", "object": "the lab"})
+    preview = await call(session, "memory_kg_dedup", {})
+    check(preview["applied"] is False and preview["groups"][0]["aliases"][0]["name"] == "Acme Inc",
+          "memory_kg_dedup previews the merge", preview)
+    merged = await call(session, "memory_kg_dedup", {"dry_run": False})
+    check(merged["merged"] == 1 and merged["moved_triples"] == 1, "memory_kg_dedup merges", merged)
+    facts = await call(session, "memory_kg_query", {"entity": "Acme Inc"})
+    check({f["subject"] for f in facts["results"]} == {"Acme Corp"} and facts["count"] == 2,
+          "the alias name finds the canonical entity's facts", facts)
+    back = await call(session, "memory_kg_unmerge", {"alias": "Acme Inc"})
+    check(back["moved_triples"] == 1, "memory_kg_unmerge moves the fact back", back)
+    aliases = await call(session, "memory_kg_aliases", {})
+    check(aliases["count"] == 0, "no alias left", aliases)
 
 
 async def memory_files(session, args):
