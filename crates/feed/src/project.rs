@@ -116,17 +116,26 @@ pub(crate) fn mine(
             continue;
         }
         let relative = file.strip_prefix(&root).unwrap_or(file).display().to_string();
-        let room_name = match &config {
-            Some(config) => config.room_for(&relative, &text),
-            None => relative
-                .split('/')
-                .rev()
-                .skip(1)
-                .last()
-                .and_then(room_for_folder)
-                .unwrap_or_else(|| "general".to_string()),
+        let folder_room = || relative.split('/').rev().skip(1).last().and_then(room_for_folder);
+        let (room_name, fell_back) = match &config {
+            Some(config) => (config.room_for(&relative, &text), false),
+            None => match folder_room() {
+                Some(room) => (room, false),
+                None => ("general".to_string(), true),
+            },
         };
-        let room = Room::parse(&room_name).unwrap_or(Room::parse("general")?);
+        let mut room = Room::parse(&room_name).unwrap_or(Room::parse("general")?);
+        // No configuration and no folder names the room: the wing's room
+        // prototypes may (docs/entities-and-centroids.md), for the whole
+        // file, so its chunks stay together.
+        let mut suggested = None;
+        if fell_back
+            && let Some(suggestion) = palace.suggest_room(&wing, &text)?
+            && let Ok(chosen) = Room::parse(&suggestion.room)
+        {
+            suggested = Some(json!({"default": room.as_str(), "similarity": suggestion.similarity}));
+            room = chosen;
+        }
         let mtime = modified(file);
         let requests: Vec<IngestRequest> = chunk_lines(&text)
             .into_iter()
@@ -139,6 +148,9 @@ pub(crate) fn mine(
                 request.chunk_index = Some(index as u32);
                 request.filed_at = mtime;
                 request.context.insert("relative_path".into(), json!(relative));
+                if let Some(suggested) = &suggested {
+                    request.context.insert("room_suggested".into(), suggested.clone());
+                }
                 request
             })
             .collect();

@@ -963,3 +963,54 @@ mod memory_files {
         }
     }
 }
+
+/// A project file that no configuration or folder names a room for goes to
+/// the wing's room whose prototype (centroid) it is clearly nearest, with
+/// the default room kept in its context; a folder's room is never changed.
+#[test]
+fn a_file_without_a_room_goes_to_its_nearest_room_prototype() {
+    #![allow(clippy::disallowed_methods)]
+    let Some(models) = std::env::var_os("MEMPALACE_MODEL_DIR") else {
+        panic!("MEMPALACE_MODEL_DIR is not set; run ./scripts/test.sh (it fetches the models)");
+    };
+    let model =
+        mempalace_embed::minilm::MiniLm::load(&mempalace_embed::files::minilm_dir(std::path::Path::new(&models)))
+            .expect("load MiniLM");
+    let dir = tempfile::tempdir().unwrap();
+    let palace = palace(dir.path()).with_embedder(Arc::new(model));
+    let wing = mempalace_core::Wing::parse("greenhouse").unwrap();
+    let rooms = [
+        ("irrigation", ["drip lines", "rain tank", "soil moisture", "sprinkler", "water pump", "hose"]),
+        ("lighting", ["grow lamps", "LED panels", "light timer", "lamp dimmer", "daylight sensor", "bulbs"]),
+    ];
+    for (room, subjects) in rooms {
+        let mut requests = Vec::new();
+        for (i, subject) in subjects.iter().enumerate() {
+            for when in ["in the morning", "at night"] {
+                let text = format!("Checked the {subject} of bed {i} {when}: the {room} works as planned.");
+                let mut request =
+                    mempalace_engine::IngestRequest::new(wing.clone(), Room::parse(room).unwrap(), text, "t");
+                request.raw = true;
+                requests.push(request);
+            }
+        }
+        for report in palace.ingest_batch(requests) {
+            report.unwrap();
+        }
+    }
+    let trained = palace.recompute_centroids().unwrap();
+    assert_eq!(trained.rooms_trained.len(), 2, "{trained:?}");
+    let root = dir.path().join("greenhouse");
+    write(&root, "pump-notes.md", "The drip lines and the water pump now run from the rain tank every morning.\n");
+    write(&root, "lighting/schedule.md", "The drip lines run every morning.\n");
+    let options = MineOptions { wing: Some(wing.clone()), ..MineOptions::new(Mode::Projects) };
+    mine(&palace, Some(&root), None, &options, &mut |_, _, _| {}).unwrap();
+    let filed: Vec<(String, String, String)> = drawers(&palace)
+        .into_iter()
+        .filter(|(_, _, text)| text.contains("drip lines") && !text.contains("bed"))
+        .collect();
+    let room_of =
+        |needle: &str| filed.iter().find(|(_, _, text)| text.contains(needle)).map(|(_, room, _)| room.clone());
+    assert_eq!(room_of("water pump").as_deref(), Some("irrigation"), "{filed:?}");
+    assert_eq!(room_of("run every morning.").as_deref(), Some("lighting"), "a folder's room stays: {filed:?}");
+}
