@@ -14,25 +14,12 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
-
-use common::{Backend, Fixture};
+use common::{Backend, Fixture, minilm};
 use mempalace_core::memory::{Decision, MemoryScope, Speaker, Turn};
 use mempalace_core::{DrawerState, DrawerStatus, PipelineTier, Room, Wing, WorkspaceId};
 use mempalace_embed::Embedder;
-use mempalace_embed::files::minilm_dir;
-use mempalace_embed::minilm::MiniLm;
 use mempalace_engine::memories::{ExtractOptions, ExtractPath, MEMORY_WING};
 use mempalace_engine::{IngestRequest, Palace};
-
-fn minilm() -> Arc<dyn Embedder> {
-    static MODEL: OnceLock<Arc<MiniLm>> = OnceLock::new();
-    let root = std::env::var_os("MEMPALACE_MODEL_DIR")
-        .map(PathBuf::from)
-        .expect("MEMPALACE_MODEL_DIR is not set; run ./scripts/test.sh (it fetches the models)");
-    MODEL.get_or_init(|| Arc::new(MiniLm::load(&minilm_dir(&root)).expect("load MiniLM"))).clone()
-}
 
 fn palace(backend: Backend) -> (Fixture, Palace) {
     let (fixture, store) = common::store(backend).expect("PostgreSQL tests skipped");

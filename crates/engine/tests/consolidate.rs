@@ -13,41 +13,12 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, OnceLock};
-
-use common::{Backend, Fixture};
-use mempalace_core::time::{DayEdge, parse_timestamp};
-use mempalace_core::{DrawerId, DrawerStatus, Importance, Room, Timestamp, Wing, WorkspaceId};
-use mempalace_embed::Embedder;
-use mempalace_embed::files::minilm_dir;
-use mempalace_embed::minilm::MiniLm;
+use common::{Backend, Fixture, minilm, set_now, test_clock};
+use mempalace_core::{DrawerId, DrawerStatus, Importance, Room, Wing, WorkspaceId};
 use mempalace_engine::memories::MEMORY_WING;
 use mempalace_engine::work::JobSettings;
 use mempalace_engine::{IngestRequest, Palace};
 use mempalace_store::Direction;
-
-thread_local! {
-    /// Seconds since the epoch [`test_clock`] reports on this test's thread.
-    static NOW: AtomicI64 = const { AtomicI64::new(0) };
-}
-
-fn test_clock() -> Timestamp {
-    Timestamp::from_timestamp(NOW.with(|now| now.load(Ordering::SeqCst)), 0).expect("test clock in range")
-}
-
-fn set_now(text: &str) {
-    NOW.with(|now| now.store(parse_timestamp(text, "now", DayEdge::Start).unwrap().timestamp(), Ordering::SeqCst));
-}
-
-fn minilm() -> Arc<dyn Embedder> {
-    static MODEL: OnceLock<Arc<MiniLm>> = OnceLock::new();
-    let root = std::env::var_os("MEMPALACE_MODEL_DIR")
-        .map(PathBuf::from)
-        .expect("MEMPALACE_MODEL_DIR is not set; run ./scripts/test.sh (it fetches the models)");
-    MODEL.get_or_init(|| Arc::new(MiniLm::load(&minilm_dir(&root)).expect("load MiniLM"))).clone()
-}
 
 fn palace(backend: Backend, jobs: JobSettings) -> (Fixture, Palace) {
     let (fixture, store) = common::store(backend).expect("PostgreSQL tests skipped");

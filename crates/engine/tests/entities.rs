@@ -12,26 +12,12 @@
 
 mod common;
 
-use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
-
-use common::{Backend, Fixture};
+use common::{Backend, Fixture, minilm};
 use mempalace_core::classify::TierGates;
 use mempalace_core::kg::entity_id;
 use mempalace_core::{Content, Drawer, DrawerState, Embedding, MemoryType, PipelineTier, Room, Wing, WorkspaceId};
-use mempalace_embed::Embedder;
-use mempalace_embed::files::minilm_dir;
-use mempalace_embed::minilm::MiniLm;
 use mempalace_engine::{EngineError, IngestRequest, Palace};
 use mempalace_store::{Direction, MergeOutcome};
-
-fn minilm() -> Arc<dyn Embedder> {
-    static MODEL: OnceLock<Arc<MiniLm>> = OnceLock::new();
-    let root = std::env::var_os("MEMPALACE_MODEL_DIR")
-        .map(PathBuf::from)
-        .expect("MEMPALACE_MODEL_DIR is not set; run ./scripts/test.sh (it fetches the models)");
-    MODEL.get_or_init(|| Arc::new(MiniLm::load(&minilm_dir(&root)).expect("load MiniLM"))).clone()
-}
 
 fn palace(backend: Backend) -> (Fixture, Palace) {
     let (fixture, store) = common::store(backend).expect("PostgreSQL tests skipped");

@@ -4,8 +4,7 @@
 
 mod common;
 
-use common::{Backend, Fixture};
-use std::sync::atomic::{AtomicI64, Ordering};
+use common::{Backend, Fixture, set_now, test_clock};
 
 use mempalace_core::time::{DayEdge, Timestamp, parse_timestamp};
 use mempalace_core::tunnel::Place;
@@ -13,20 +12,6 @@ use mempalace_core::{DrawerId, Hall, Room, Wing, WorkspaceId};
 use mempalace_engine::kg::parse_date;
 use mempalace_engine::{EngineError, IngestRequest, Palace, SearchRequest};
 use mempalace_store::{Direction, StoreError, TripleOutcome};
-
-thread_local! {
-    /// Seconds since the epoch that [`test_clock`] reports on this test's
-    /// thread; each test sets it (tests run in parallel).
-    static NOW: AtomicI64 = const { AtomicI64::new(0) };
-}
-
-fn test_clock() -> Timestamp {
-    Timestamp::from_timestamp(NOW.with(|now| now.load(Ordering::SeqCst)), 0).expect("test clock in range")
-}
-
-fn set_now(text: &str) {
-    NOW.with(|now| now.store(parse_timestamp(text, "now", DayEdge::Start).unwrap().timestamp(), Ordering::SeqCst));
-}
 
 fn palace(backend: Backend) -> (Fixture, Palace) {
     let (fixture, store) = common::store(backend).expect("PostgreSQL tests skipped");

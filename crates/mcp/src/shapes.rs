@@ -225,6 +225,13 @@ pub fn episode(e: &mempalace_core::session::EpisodicSummary) -> Value {
     })
 }
 
+/// An episode found by a search, with its relevance (`score`).
+pub fn episode_hit(hit: &mempalace_engine::consolidate::EpisodeHit) -> Value {
+    let mut value = episode(&hit.episode);
+    value["score"] = json!(hit.score);
+    value
+}
+
 /// An episode with its drawers (drill-down).
 pub fn episode_detail(detail: &mempalace_engine::consolidate::EpisodeDetail) -> Value {
     let mut value = episode(&detail.episode);

@@ -460,33 +460,7 @@ pub(crate) async fn import_record(tx: &Transaction<'_>, record: &PalaceRecord) -
             Ok(counted(crate::kg::insert_triple(tx, triple, &triple.id).await?))
         }
         PalaceRecord::Session(session) => Ok(counted(write_session(tx, session, false).await?)),
-        PalaceRecord::EpisodicSummary(summary) => {
-            ensure_workspace(tx, &summary.workspace_id, &summary.created_at).await?;
-            let topics = Value::Array(summary.key_topics.iter().cloned().map(Value::String).collect());
-            let changed = tx
-                .execute(
-                    "INSERT INTO episodic_summaries (workspace_id, id, session_id, source_id, agent, user_id, \
-                     summary, l0_abstract, key_topics, created_at, expires_at, promoted_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING",
-                    &[
-                        &summary.workspace_id.as_str(),
-                        &summary.id,
-                        &summary.session_id,
-                        &summary.source_id,
-                        &summary.agent,
-                        &summary.user_id,
-                        &summary.summary,
-                        &summary.l0_abstract,
-                        &topics,
-                        &summary.created_at,
-                        &summary.expires_at,
-                        &summary.promoted_at,
-                    ],
-                )
-                .await
-                .ctx("importing an episodic summary")?;
-            Ok(counted(changed))
-        }
+        PalaceRecord::EpisodicSummary(summary) => Ok(counted(write_episodic_summary(tx, summary, false).await?)),
         PalaceRecord::Tunnel(tunnel) => {
             ensure_workspace(tx, &tunnel.workspace_id, &tunnel.created_at).await?;
             let changed = tx
@@ -653,4 +627,47 @@ pub(crate) async fn cache_embeddings(
         tx.execute(&stmt, &[&workspace.as_str(), &model, &hash.as_str(), &vector, at]).await.ctx("caching a vector")?;
     }
     Ok(())
+}
+
+/// Inserts an episodic summary; an existing one with the same id is left
+/// alone (import) or replaced, every field (`replace`). Returns the rows
+/// written.
+pub(crate) async fn write_episodic_summary(
+    tx: &Transaction<'_>,
+    summary: &mempalace_core::session::EpisodicSummary,
+    replace: bool,
+) -> StoreResult<u64> {
+    ensure_workspace(tx, &summary.workspace_id, &summary.created_at).await?;
+    let topics = Value::Array(summary.key_topics.iter().cloned().map(Value::String).collect());
+    let conflict = if replace {
+        "ON CONFLICT (workspace_id, id) DO UPDATE SET session_id = excluded.session_id, \
+         source_id = excluded.source_id, agent = excluded.agent, user_id = excluded.user_id, \
+         summary = excluded.summary, l0_abstract = excluded.l0_abstract, key_topics = excluded.key_topics, \
+         created_at = excluded.created_at, expires_at = excluded.expires_at, promoted_at = excluded.promoted_at"
+    } else {
+        "ON CONFLICT DO NOTHING"
+    };
+    tx.execute(
+        &format!(
+            "INSERT INTO episodic_summaries (workspace_id, id, session_id, source_id, agent, user_id, summary, \
+             l0_abstract, key_topics, created_at, expires_at, promoted_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) {conflict}"
+        ),
+        &[
+            &summary.workspace_id.as_str(),
+            &summary.id,
+            &summary.session_id,
+            &summary.source_id,
+            &summary.agent,
+            &summary.user_id,
+            &summary.summary,
+            &summary.l0_abstract,
+            &topics,
+            &summary.created_at,
+            &summary.expires_at,
+            &summary.promoted_at,
+        ],
+    )
+    .await
+    .ctx("writing an episodic summary")
 }

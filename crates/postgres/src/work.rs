@@ -127,34 +127,7 @@ pub(crate) async fn prune_candidates(
 }
 
 pub(crate) async fn save_episodic_summary(tx: &Transaction<'_>, summary: &EpisodicSummary) -> StoreResult<()> {
-    crate::records::ensure_workspace(tx, &summary.workspace_id, &summary.created_at).await?;
-    let topics = Value::Array(summary.key_topics.iter().cloned().map(Value::String).collect());
-    tx.execute(
-        "INSERT INTO episodic_summaries (workspace_id, id, session_id, source_id, agent, user_id, summary, \
-         l0_abstract, key_topics, created_at, expires_at, promoted_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
-         ON CONFLICT (workspace_id, id) DO UPDATE SET session_id = excluded.session_id, \
-         source_id = excluded.source_id, agent = excluded.agent, user_id = excluded.user_id, \
-         summary = excluded.summary, l0_abstract = excluded.l0_abstract, key_topics = excluded.key_topics, \
-         created_at = excluded.created_at, expires_at = excluded.expires_at, promoted_at = excluded.promoted_at",
-        &[
-            &summary.workspace_id.as_str(),
-            &summary.id,
-            &summary.session_id,
-            &summary.source_id,
-            &summary.agent,
-            &summary.user_id,
-            &summary.summary,
-            &summary.l0_abstract,
-            &topics,
-            &summary.created_at,
-            &summary.expires_at,
-            &summary.promoted_at,
-        ],
-    )
-    .await
-    .ctx("saving an episodic summary")?;
-    Ok(())
+    crate::records::write_episodic_summary(tx, summary, true).await.map(|_| ())
 }
 
 pub(crate) async fn mark_episodes_promoted(

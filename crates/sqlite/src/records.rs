@@ -558,33 +558,7 @@ pub(crate) fn import_record(tx: &Transaction<'_>, record: &PalaceRecord) -> Stor
             Ok(counted(changed))
         }
         PalaceRecord::Session(session) => Ok(counted(write_session(tx, session, false)?)),
-        PalaceRecord::EpisodicSummary(summary) => {
-            ensure_workspace(tx, &summary.workspace_id, &summary.created_at)?;
-            let changed = tx
-                .prepare_cached(
-                    "INSERT INTO episodic_summaries (workspace_id, id, session_id, source_id, agent, user_id, \
-                     summary, l0_abstract, key_topics, created_at, expires_at, promoted_at) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT DO NOTHING",
-                )
-                .and_then(|mut stmt| {
-                    stmt.execute(params![
-                        summary.workspace_id.as_str(),
-                        summary.id,
-                        summary.session_id,
-                        summary.source_id,
-                        summary.agent,
-                        summary.user_id,
-                        summary.summary,
-                        summary.l0_abstract,
-                        to_json_text(&summary.key_topics),
-                        ts(&summary.created_at),
-                        opt_ts(summary.expires_at.as_ref()),
-                        opt_ts(summary.promoted_at.as_ref()),
-                    ])
-                })
-                .ctx("importing an episodic summary")?;
-            Ok(counted(changed))
-        }
+        PalaceRecord::EpisodicSummary(summary) => Ok(counted(write_episodic_summary(tx, summary, false)?)),
         PalaceRecord::Tunnel(tunnel) => {
             ensure_workspace(tx, &tunnel.workspace_id, &tunnel.created_at)?;
             let changed = tx
@@ -754,4 +728,45 @@ pub(crate) fn cache_embeddings(
         .ctx("caching a vector")?;
     }
     Ok(())
+}
+
+/// Inserts an episodic summary; an existing one with the same id is left
+/// alone (import) or replaced, every field (`replace`). Returns the rows
+/// written.
+pub(crate) fn write_episodic_summary(
+    tx: &Transaction<'_>,
+    summary: &mempalace_core::session::EpisodicSummary,
+    replace: bool,
+) -> StoreResult<usize> {
+    ensure_workspace(tx, &summary.workspace_id, &summary.created_at)?;
+    let conflict = if replace {
+        "ON CONFLICT (workspace_id, id) DO UPDATE SET session_id = excluded.session_id, \
+         source_id = excluded.source_id, agent = excluded.agent, user_id = excluded.user_id, \
+         summary = excluded.summary, l0_abstract = excluded.l0_abstract, key_topics = excluded.key_topics, \
+         created_at = excluded.created_at, expires_at = excluded.expires_at, promoted_at = excluded.promoted_at"
+    } else {
+        "ON CONFLICT DO NOTHING"
+    };
+    tx.prepare_cached(&format!(
+        "INSERT INTO episodic_summaries (workspace_id, id, session_id, source_id, agent, user_id, summary, \
+         l0_abstract, key_topics, created_at, expires_at, promoted_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) {conflict}"
+    ))
+    .and_then(|mut stmt| {
+        stmt.execute(params![
+            summary.workspace_id.as_str(),
+            summary.id,
+            summary.session_id,
+            summary.source_id,
+            summary.agent,
+            summary.user_id,
+            summary.summary,
+            summary.l0_abstract,
+            to_json_text(&summary.key_topics),
+            ts(&summary.created_at),
+            opt_ts(summary.expires_at.as_ref()),
+            opt_ts(summary.promoted_at.as_ref()),
+        ])
+    })
+    .ctx("writing an episodic summary")
 }

@@ -304,34 +304,7 @@ pub(crate) fn prune_candidates(
 }
 
 pub(crate) fn save_episodic_summary(tx: &Transaction<'_>, summary: &EpisodicSummary) -> StoreResult<()> {
-    crate::records::ensure_workspace(tx, &summary.workspace_id, &summary.created_at)?;
-    tx.prepare_cached(
-        "INSERT INTO episodic_summaries (workspace_id, id, session_id, source_id, agent, user_id, summary, \
-         l0_abstract, key_topics, created_at, expires_at, promoted_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) \
-         ON CONFLICT (workspace_id, id) DO UPDATE SET session_id = excluded.session_id, \
-         source_id = excluded.source_id, agent = excluded.agent, user_id = excluded.user_id, \
-         summary = excluded.summary, l0_abstract = excluded.l0_abstract, key_topics = excluded.key_topics, \
-         created_at = excluded.created_at, expires_at = excluded.expires_at, promoted_at = excluded.promoted_at",
-    )
-    .and_then(|mut stmt| {
-        stmt.execute(params![
-            summary.workspace_id.as_str(),
-            summary.id,
-            summary.session_id,
-            summary.source_id,
-            summary.agent,
-            summary.user_id,
-            summary.summary,
-            summary.l0_abstract,
-            to_json_text(&summary.key_topics),
-            ts(&summary.created_at),
-            summary.expires_at.as_ref().map(ts),
-            summary.promoted_at.as_ref().map(ts),
-        ])
-    })
-    .ctx("saving an episodic summary")?;
-    Ok(())
+    crate::records::write_episodic_summary(tx, summary, true).map(|_| ())
 }
 
 pub(crate) fn mark_episodes_promoted(

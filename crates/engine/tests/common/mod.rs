@@ -3,11 +3,47 @@
 //! one suite states the engine's behaviour (search, filters, knowledge
 //! graph, counts, isolation, drawers) and both stores must meet it.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, OnceLock};
 
+use mempalace_core::Timestamp;
+use mempalace_core::time::{DayEdge, parse_timestamp};
+use mempalace_embed::Embedder;
+use mempalace_embed::minilm::MiniLm;
 use mempalace_postgres::testing::TestSchema;
 use mempalace_sqlite::{SqliteOptions, SqliteStore};
 use mempalace_store::Store;
+
+/// The MiniLM model in `MEMPALACE_MODEL_DIR` (scripts/test.sh fetches
+/// it), loaded once per test binary.
+#[allow(dead_code, clippy::disallowed_methods)]
+pub fn minilm() -> Arc<dyn Embedder> {
+    static MODEL: OnceLock<Arc<MiniLm>> = OnceLock::new();
+    let root = std::env::var_os("MEMPALACE_MODEL_DIR")
+        .map(std::path::PathBuf::from)
+        .expect("MEMPALACE_MODEL_DIR is not set; run ./scripts/test.sh (it fetches the models)");
+    MODEL
+        .get_or_init(|| Arc::new(MiniLm::load(&mempalace_embed::files::minilm_dir(&root)).expect("load MiniLM")))
+        .clone()
+}
+
+thread_local! {
+    /// Seconds since the epoch that [`test_clock`] reports on this test's
+    /// thread; each test sets it (tests run in parallel).
+    static NOW: AtomicI64 = const { AtomicI64::new(0) };
+}
+
+/// A palace clock the test sets with [`set_now`].
+#[allow(dead_code)]
+pub fn test_clock() -> Timestamp {
+    Timestamp::from_timestamp(NOW.with(|now| now.load(Ordering::SeqCst)), 0).expect("test clock in range")
+}
+
+/// Sets [`test_clock`] on this thread.
+#[allow(dead_code)]
+pub fn set_now(text: &str) {
+    NOW.with(|now| now.store(parse_timestamp(text, "now", DayEdge::Start).unwrap().timestamp(), Ordering::SeqCst));
+}
 
 /// Which store a test runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

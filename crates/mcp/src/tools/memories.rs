@@ -223,14 +223,7 @@ fn episodes(backend: &Backend, p: Episodes) -> ToolResult {
         }
         (None, Some(query)) => {
             let hits = backend.palace().search_episodes(required_text("query", &query)?, user, limit, 0.0)?;
-            let items: Vec<_> = hits
-                .iter()
-                .map(|h| {
-                    let mut value = shapes::episode(&h.episode);
-                    value["score"] = json!(h.score);
-                    value
-                })
-                .collect();
+            let items: Vec<_> = hits.iter().map(shapes::episode_hit).collect();
             Ok(json!({"query": query, "count": items.len(), "episodes": items}))
         }
         (None, None) => {

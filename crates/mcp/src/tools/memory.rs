@@ -281,14 +281,7 @@ fn search(backend: &Backend, p: Search) -> ToolResult {
     if p.include_episodes {
         let user = viewer.as_deref();
         let hits = backend.palace().search_episodes(query, user, EPISODES_IN_SEARCH, EPISODE_RELEVANCE)?;
-        answer["episodes"] = hits
-            .iter()
-            .map(|h| {
-                let mut value = crate::shapes::episode(&h.episode);
-                value["score"] = json!(h.score);
-                value
-            })
-            .collect();
+        answer["episodes"] = hits.iter().map(crate::shapes::episode_hit).collect();
     }
     Ok(answer)
 }
