@@ -65,27 +65,38 @@ pub(crate) async fn centroid_samples(
 }
 
 pub(crate) async fn put_centroid(tx: &Transaction<'_>, centroid: &Centroid) -> StoreResult<bool> {
+    Ok(write_centroid(tx, centroid, true).await? > 0)
+}
+
+/// Inserts a memory-type centroid; an existing one is left alone (import)
+/// or replaced when its source hash differs (`replace`). Returns the rows
+/// written.
+pub(crate) async fn write_centroid(tx: &Transaction<'_>, centroid: &Centroid, replace: bool) -> StoreResult<u64> {
     ensure_workspace(tx, &centroid.workspace_id, &centroid.computed_at).await?;
-    let changed = tx
-        .execute(
+    let conflict = if replace {
+        "ON CONFLICT (workspace_id, memory_type) DO UPDATE SET embedding_model = excluded.embedding_model, \
+         vector = excluded.vector, sample_count = excluded.sample_count, computed_at = excluded.computed_at, \
+         source_hash = excluded.source_hash WHERE centroids.source_hash <> excluded.source_hash"
+    } else {
+        "ON CONFLICT DO NOTHING"
+    };
+    tx.execute(
+        &format!(
             "INSERT INTO centroids (workspace_id, memory_type, embedding_model, vector, sample_count, computed_at, \
-             source_hash) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-             ON CONFLICT (workspace_id, memory_type) DO UPDATE SET embedding_model = excluded.embedding_model, \
-             vector = excluded.vector, sample_count = excluded.sample_count, computed_at = excluded.computed_at, \
-             source_hash = excluded.source_hash WHERE centroids.source_hash <> excluded.source_hash",
-            &[
-                &centroid.workspace_id.as_str(),
-                &centroid.memory_type.as_str(),
-                &centroid.embedding.model,
-                &pgvector::Vector::from(centroid.embedding.vector.clone()),
-                &i32::try_from(centroid.sample_count).unwrap_or(i32::MAX),
-                &centroid.computed_at,
-                &centroid.source_hash,
-            ],
-        )
-        .await
-        .ctx("storing a centroid")?;
-    Ok(changed > 0)
+             source_hash) VALUES ($1, $2, $3, $4, $5, $6, $7) {conflict}"
+        ),
+        &[
+            &centroid.workspace_id.as_str(),
+            &centroid.memory_type.as_str(),
+            &centroid.embedding.model,
+            &pgvector::Vector::from(centroid.embedding.vector.clone()),
+            &i32::try_from(centroid.sample_count).unwrap_or(i32::MAX),
+            &centroid.computed_at,
+            &centroid.source_hash,
+        ],
+    )
+    .await
+    .ctx("storing a centroid")
 }
 
 pub(crate) async fn put_room_centroid(tx: &Transaction<'_>, centroid: &RoomCentroid) -> StoreResult<bool> {

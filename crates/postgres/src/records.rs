@@ -483,26 +483,7 @@ pub(crate) async fn import_record(tx: &Transaction<'_>, record: &PalaceRecord) -
                 .ctx("importing a tunnel")?;
             Ok(counted(changed))
         }
-        PalaceRecord::Centroid(centroid) => {
-            ensure_workspace(tx, &centroid.workspace_id, &centroid.computed_at).await?;
-            let changed = tx
-                .execute(
-                    "INSERT INTO centroids (workspace_id, memory_type, embedding_model, vector, sample_count, \
-                     computed_at, source_hash) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
-                    &[
-                        &centroid.workspace_id.as_str(),
-                        &centroid.memory_type.as_str(),
-                        &centroid.embedding.model,
-                        &pgvector::Vector::from(centroid.embedding.vector.clone()),
-                        &i32::try_from(centroid.sample_count).unwrap_or(i32::MAX),
-                        &centroid.computed_at,
-                        &centroid.source_hash,
-                    ],
-                )
-                .await
-                .ctx("importing a centroid")?;
-            Ok(counted(changed))
-        }
+        PalaceRecord::Centroid(centroid) => Ok(counted(crate::centroid::write_centroid(tx, centroid, false).await?)),
         PalaceRecord::Artifact(artifact) => Ok(match crate::coordination::put_artifact(tx, artifact).await? {
             PutOutcome::Inserted => RecordCounts { inserted: 1, existing: 0 },
             PutOutcome::Existing => RecordCounts { inserted: 0, existing: 1 },

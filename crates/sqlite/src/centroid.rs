@@ -82,28 +82,37 @@ pub(crate) fn centroid_samples(
 }
 
 pub(crate) fn put_centroid(tx: &Transaction<'_>, centroid: &Centroid) -> StoreResult<bool> {
+    Ok(write_centroid(tx, centroid, true)? > 0)
+}
+
+/// Inserts a memory-type centroid; an existing one is left alone (import)
+/// or replaced when its source hash differs (`replace`). Returns the rows
+/// written.
+pub(crate) fn write_centroid(tx: &Transaction<'_>, centroid: &Centroid, replace: bool) -> StoreResult<usize> {
     crate::records::ensure_workspace(tx, &centroid.workspace_id, &centroid.computed_at)?;
-    let changed = tx
-        .prepare_cached(
-            "INSERT INTO centroids (workspace_id, memory_type, embedding_model, vector, sample_count, computed_at, \
-             source_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
-             ON CONFLICT (workspace_id, memory_type) DO UPDATE SET embedding_model = excluded.embedding_model, \
-             vector = excluded.vector, sample_count = excluded.sample_count, computed_at = excluded.computed_at, \
-             source_hash = excluded.source_hash WHERE centroids.source_hash <> excluded.source_hash",
-        )
-        .and_then(|mut stmt| {
-            stmt.execute(params![
-                centroid.workspace_id.as_str(),
-                centroid.memory_type.as_str(),
-                centroid.embedding.model,
-                vector_to_blob(&centroid.embedding.vector),
-                centroid.sample_count,
-                ts(&centroid.computed_at),
-                centroid.source_hash,
-            ])
-        })
-        .ctx("storing a centroid")?;
-    Ok(changed > 0)
+    let conflict = if replace {
+        "ON CONFLICT (workspace_id, memory_type) DO UPDATE SET embedding_model = excluded.embedding_model, \
+         vector = excluded.vector, sample_count = excluded.sample_count, computed_at = excluded.computed_at, \
+         source_hash = excluded.source_hash WHERE centroids.source_hash <> excluded.source_hash"
+    } else {
+        "ON CONFLICT DO NOTHING"
+    };
+    tx.prepare_cached(&format!(
+        "INSERT INTO centroids (workspace_id, memory_type, embedding_model, vector, sample_count, computed_at, \
+         source_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) {conflict}"
+    ))
+    .and_then(|mut stmt| {
+        stmt.execute(params![
+            centroid.workspace_id.as_str(),
+            centroid.memory_type.as_str(),
+            centroid.embedding.model,
+            vector_to_blob(&centroid.embedding.vector),
+            centroid.sample_count,
+            ts(&centroid.computed_at),
+            centroid.source_hash,
+        ])
+    })
+    .ctx("storing a centroid")
 }
 
 pub(crate) fn put_room_centroid(tx: &Transaction<'_>, centroid: &RoomCentroid) -> StoreResult<bool> {

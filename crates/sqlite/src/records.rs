@@ -582,27 +582,7 @@ pub(crate) fn import_record(tx: &Transaction<'_>, record: &PalaceRecord) -> Stor
                 .ctx("importing a tunnel")?;
             Ok(counted(changed))
         }
-        PalaceRecord::Centroid(centroid) => {
-            ensure_workspace(tx, &centroid.workspace_id, &centroid.computed_at)?;
-            let changed = tx
-                .prepare_cached(
-                    "INSERT INTO centroids (workspace_id, memory_type, embedding_model, vector, sample_count, \
-                     computed_at, source_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
-                )
-                .and_then(|mut stmt| {
-                    stmt.execute(params![
-                        centroid.workspace_id.as_str(),
-                        centroid.memory_type.as_str(),
-                        centroid.embedding.model,
-                        vector_to_blob(&centroid.embedding.vector),
-                        centroid.sample_count,
-                        ts(&centroid.computed_at),
-                        centroid.source_hash,
-                    ])
-                })
-                .ctx("importing a centroid")?;
-            Ok(counted(changed))
-        }
+        PalaceRecord::Centroid(centroid) => Ok(counted(crate::centroid::write_centroid(tx, centroid, false)?)),
         PalaceRecord::Artifact(artifact) => Ok(match crate::coordination::put_artifact(tx, artifact)? {
             PutOutcome::Inserted => RecordCounts { inserted: 1, existing: 0 },
             PutOutcome::Existing => RecordCounts { inserted: 0, existing: 1 },
