@@ -212,21 +212,12 @@ impl Palace {
             if existing.and_then(|e| e.source_id.as_deref()) == Some(source.as_str()) {
                 continue;
             }
-            let drawers = self.episode_drawers(&activity.session_id, activity.owner_user_id.as_deref())?;
-            let (summary, fallback) = self.summarize(
-                &activity.session_id,
-                &drawers,
-                activity.agent.clone(),
-                activity.owner_user_id.clone(),
-                source,
-                existing,
-            )?;
+            let (_, fallback) = self.write_episode_of(activity, existing, None, None)?;
             report.episodes += 1;
             match fallback {
                 None => report.abstractive += 1,
                 Some(why) => report.model_fallback = report.model_fallback.or(Some(why)),
             }
-            self.store().save_episodic_summary(&summary)?;
         }
         Ok(report)
     }
@@ -235,6 +226,18 @@ impl Palace {
     /// session ended). `None` when the session has no drawers; an episode
     /// already current is returned as it is.
     pub fn write_episode(&self, session: &str) -> EngineResult<Option<EpisodicSummary>> {
+        self.write_episode_as(session, None, None)
+    }
+
+    /// [`Palace::write_episode`] for a session whose agent and user are
+    /// known (an `end_session`): they stand before the ones its drawers
+    /// name.
+    pub(crate) fn write_episode_as(
+        &self,
+        session: &str,
+        agent: Option<String>,
+        user: Option<String>,
+    ) -> EngineResult<Option<EpisodicSummary>> {
         let far = self.now() + chrono::Duration::days(1);
         let Some(activity) = self
             .store()
@@ -244,22 +247,32 @@ impl Palace {
         else {
             return Ok(None);
         };
-        let source = episode_source(&activity);
         let existing = self.store().episodic_summaries(self.workspace())?.into_iter().find(|e| e.session_id == session);
-        if let Some(current) = existing.as_ref().filter(|e| e.source_id.as_deref() == Some(source.as_str())) {
+        if let Some(current) =
+            existing.as_ref().filter(|e| e.source_id.as_deref() == Some(episode_source(&activity).as_str()))
+        {
             return Ok(Some(current.clone()));
         }
-        let drawers = self.episode_drawers(session, activity.owner_user_id.as_deref())?;
-        let (summary, _) = self.summarize(
-            session,
-            &drawers,
-            activity.agent.clone(),
-            activity.owner_user_id.clone(),
-            source,
-            existing.as_ref(),
-        )?;
+        Ok(Some(self.write_episode_of(&activity, existing.as_ref(), agent, user)?.0))
+    }
+
+    /// Summarises the session `activity` describes and saves the episode
+    /// (replacing `existing`); with why the model did not write it, when
+    /// it did not.
+    fn write_episode_of(
+        &self,
+        activity: &SessionActivity,
+        existing: Option<&EpisodicSummary>,
+        agent: Option<String>,
+        user: Option<String>,
+    ) -> EngineResult<(EpisodicSummary, Option<String>)> {
+        let user = user.or_else(|| activity.owner_user_id.clone());
+        let drawers = self.episode_drawers(&activity.session_id, user.as_deref())?;
+        let agent = agent.or_else(|| activity.agent.clone());
+        let (summary, fallback) =
+            self.summarize(&activity.session_id, &drawers, agent, user, episode_source(activity), existing)?;
         self.store().save_episodic_summary(&summary)?;
-        Ok(Some(summary))
+        Ok((summary, fallback))
     }
 
     /// The active drawers of a session outside the memories wing, in
@@ -285,7 +298,7 @@ impl Palace {
     /// A session's episodic summary from its drawers: the model's when one
     /// is configured and answers (with why it was not otherwise), else
     /// extractive. Keeps a promoted mark the earlier summary had.
-    pub(crate) fn summarize(
+    fn summarize(
         &self,
         session: &str,
         drawers: &[Drawer],
@@ -556,9 +569,14 @@ impl Palace {
 
     /// The episodes most relevant to `query` that `user` may see, best
     /// first, at most `limit`, none below `min_score`.
+    ///
+    /// `embedded` is the query's vector (model, vector) when the caller has
+    /// it already (a search it just ran: `SearchOutcome::query_vector`), so
+    /// the query is not embedded twice.
     pub fn search_episodes(
         &self,
         query: &str,
+        embedded: Option<&(String, Vec<f32>)>,
         user: Option<&str>,
         limit: usize,
         min_score: f64,
@@ -568,10 +586,16 @@ impl Palace {
             return Ok(Vec::new());
         }
         let texts: Vec<&str> = episodes.iter().map(|e| e.summary.as_str()).collect();
-        let query_vector = self.embed_texts(&[query])?;
-        let scores: Vec<f64> = match (&query_vector.model, query_vector.vectors.first().cloned().flatten()) {
-            (Some(model), Some(asked)) => {
-                let vectors = self.cached_vectors(model, &texts)?;
+        let asked = match embedded {
+            Some((model, vector)) => Some((model.clone(), vector.clone())),
+            None => {
+                let embedded = self.embed_texts(&[query])?;
+                embedded.model.zip(embedded.vectors.into_iter().next().flatten())
+            }
+        };
+        let scores: Vec<f64> = match asked {
+            Some((model, asked)) => {
+                let vectors = self.cached_vectors(&model, &texts)?;
                 texts
                     .iter()
                     .zip(&vectors)

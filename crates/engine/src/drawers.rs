@@ -345,40 +345,10 @@ impl Palace {
                 superseded.push((member.clone(), keeper.clone()));
             }
         }
-        // The episode is written from the session as the consolidation job
-        // sees it, so the job finds it current and does not write it again.
-        let mut summarised: Vec<Drawer> = drawers
-            .iter()
-            .filter(|d| d.wing.as_str() != crate::memories::MEMORY_WING && !superseded.iter().any(|(s, _)| *s == d.id))
-            .cloned()
-            .collect();
-        summarised.sort_by(|a, b| (a.filed_at, a.chunk_index, &a.id).cmp(&(b.filed_at, b.chunk_index, &b.id)));
-        let summary = match summarised.last() {
-            None => None,
-            Some(last) => {
-                let activity = mempalace_store::SessionActivity {
-                    session_id: id.to_string(),
-                    drawers: summarised.len() as u64,
-                    first_filed_at: summarised[0].filed_at,
-                    last_filed_at: last.filed_at,
-                    last_updated_at: summarised.iter().map(|d| d.updated_at).max().unwrap_or(last.updated_at),
-                    owner_user_id: session.user_id.clone(),
-                    agent: session.agent.clone(),
-                };
-                let existing =
-                    self.store().episodic_summaries(self.workspace())?.into_iter().find(|e| e.session_id == id);
-                let (summary, _) = self.summarize(
-                    id,
-                    &summarised,
-                    session.agent.clone(),
-                    session.user_id.clone(),
-                    crate::consolidate::episode_source(&activity),
-                    existing.as_ref(),
-                )?;
-                self.store().save_episodic_summary(&summary)?;
-                Some(summary)
-            }
-        };
+        // The episode as the consolidation job would write it (so the job
+        // finds it current): from the session's active drawers, the merged
+        // insights' keepers only.
+        let summary = self.write_episode_as(id, session.agent.clone(), session.user_id.clone())?;
         let mut related = Vec::new();
         if let Some(latest) = drawers.iter().rev().find(|d| !superseded.iter().any(|(s, _)| *s == d.id)) {
             let outcome = self.search(&crate::search::SearchRequest {

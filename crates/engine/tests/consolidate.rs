@@ -100,7 +100,7 @@ fn sessions_become_episodes_and_what_recurs_is_promoted(backend: Backend) {
     assert_eq!(detail.drawers.last().map(|d| &d.id), Some(&late), "drill-down in filing order");
     assert_eq!(palace.episodes(None).unwrap().len(), 2);
 
-    let hits = palace.search_episodes("how did the invoice database move go", Some("alex"), 5, 0.0).unwrap();
+    let hits = palace.search_episodes("how did the invoice database move go", None, Some("alex"), 5, 0.0).unwrap();
     assert_eq!(hits.first().map(|h| h.episode.session_id.as_str()), Some("s1"), "{hits:?}");
     assert!(hits[0].score > hits.get(1).map_or(0.0, |h| h.score));
     assert!(palace.episode("no-such-episode").is_err());

@@ -318,7 +318,8 @@ pub fn run(
             }
             if options.consolidate && !question.evidence.is_empty() {
                 // `conv-26:S3` is LoCoMo's session D3.
-                let found = palace.search_episodes(&question.question, None, depth, 0.0)?;
+                let found =
+                    palace.search_episodes(&question.question, outcome.query_vector.as_ref(), None, depth, 0.0)?;
                 let episodes: Vec<Hit> = found
                     .iter()
                     .map(|hit| {

@@ -692,6 +692,9 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
             let seconds = |name: &str, default: std::time::Duration| -> Result<std::time::Duration> {
                 Ok(std::time::Duration::from_secs(pool_size(&[name], default.as_secs() as usize, 7 * 86_400)? as u64))
             };
+            let on_off = |name: &str, default: bool| -> Result<bool> {
+                env.get(name).map_or(Ok(default), |value| switch(value, name))
+            };
             mempalace_engine::work::JobSettings {
                 process_batch: pool_size(&["MEMPALACE_PROCESS_BATCH"], defaults.process_batch, 10_000)?,
                 llm_batch: pool_size(&["MEMPALACE_LLM_BATCH"], defaults.llm_batch, 256)?,
@@ -700,26 +703,11 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
                 maintain_every: seconds("MEMPALACE_MAINTAIN_EVERY_S", defaults.maintain_every)?,
                 consolidate_every: seconds("MEMPALACE_CONSOLIDATE_EVERY_S", defaults.consolidate_every)?,
                 episode_idle: seconds("MEMPALACE_EPISODE_IDLE_S", defaults.episode_idle)?,
-                consolidation: match env.get("MEMPALACE_CONSOLIDATION") {
-                    Some(value) => switch(value, "MEMPALACE_CONSOLIDATION")?,
-                    None => defaults.consolidation,
-                },
-                dreaming: match env.get("MEMPALACE_DREAMING") {
-                    Some(value) => switch(value, "MEMPALACE_DREAMING")?,
-                    None => defaults.dreaming,
-                },
-                prune: match env.get("MEMPALACE_PRUNE") {
-                    Some(value) => switch(value, "MEMPALACE_PRUNE")?,
-                    None => defaults.prune,
-                },
-                entity_dedup: match env.get("MEMPALACE_ENTITY_DEDUP") {
-                    Some(value) => switch(value, "MEMPALACE_ENTITY_DEDUP")?,
-                    None => defaults.entity_dedup,
-                },
-                centroids: match env.get("MEMPALACE_CENTROIDS") {
-                    Some(value) => switch(value, "MEMPALACE_CENTROIDS")?,
-                    None => defaults.centroids,
-                },
+                consolidation: on_off("MEMPALACE_CONSOLIDATION", defaults.consolidation)?,
+                dreaming: on_off("MEMPALACE_DREAMING", defaults.dreaming)?,
+                prune: on_off("MEMPALACE_PRUNE", defaults.prune)?,
+                entity_dedup: on_off("MEMPALACE_ENTITY_DEDUP", defaults.entity_dedup)?,
+                centroids: on_off("MEMPALACE_CENTROIDS", defaults.centroids)?,
             }
         },
         llm,

@@ -222,7 +222,7 @@ fn episodes(backend: &Backend, p: Episodes) -> ToolResult {
             Ok(shapes::episode_detail(&detail))
         }
         (None, Some(query)) => {
-            let hits = backend.palace().search_episodes(required_text("query", &query)?, user, limit, 0.0)?;
+            let hits = backend.palace().search_episodes(required_text("query", &query)?, None, user, limit, 0.0)?;
             let items: Vec<_> = hits.iter().map(shapes::episode_hit).collect();
             Ok(json!({"query": query, "count": items.len(), "episodes": items}))
         }

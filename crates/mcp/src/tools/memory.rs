@@ -280,7 +280,13 @@ fn search(backend: &Backend, p: Search) -> ToolResult {
     let mut answer = json!({"results": results, "count": outcome.hits.len(), "mode": mode, "degraded_reason": reason});
     if p.include_episodes {
         let user = viewer.as_deref();
-        let hits = backend.palace().search_episodes(query, user, EPISODES_IN_SEARCH, EPISODE_RELEVANCE)?;
+        let hits = backend.palace().search_episodes(
+            query,
+            outcome.query_vector.as_ref(),
+            user,
+            EPISODES_IN_SEARCH,
+            EPISODE_RELEVANCE,
+        )?;
         answer["episodes"] = hits.iter().map(crate::shapes::episode_hit).collect();
     }
     Ok(answer)

@@ -131,7 +131,7 @@ pub fn episodes(palace: &Palace, command: EpisodesCommand) -> Result<()> {
             }
         }
         EpisodesCommand::Search { query, user, limit, json } => {
-            let hits = palace.search_episodes(&query, user.as_deref(), limit, 0.0)?;
+            let hits = palace.search_episodes(&query, None, user.as_deref(), limit, 0.0)?;
             if json {
                 let items: Vec<Value> = hits.iter().map(shapes::episode_hit).collect();
                 return Ok(output::json(&json!({"query": query, "count": items.len(), "episodes": items}))?);
