@@ -88,6 +88,7 @@ pub mod query;
 pub mod roomset;
 pub mod secret;
 pub mod session;
+pub mod tenancy;
 pub mod time;
 pub mod tunnel;
 pub mod vector;

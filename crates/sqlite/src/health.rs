@@ -102,6 +102,17 @@ pub(crate) fn verify(conn: &Connection, fts_structure_ok: Option<bool>) -> Store
     )?;
     checks.push(check("hall_counts", halls_mismatched == 0, true, format!("{halls_mismatched} halls differ")));
 
+    let bytes_mismatched = count(
+        conn,
+        "WITH actual AS (SELECT workspace_id, sum(length(CAST(content AS BLOB))) AS n FROM drawers \
+                         WHERE status = 'active' GROUP BY workspace_id) \
+         SELECT (SELECT count(*) FROM actual a LEFT JOIN workspace_bytes b USING (workspace_id) \
+                 WHERE b.bytes IS NOT a.n) \
+              + (SELECT count(*) FROM workspace_bytes b LEFT JOIN actual a USING (workspace_id) \
+                 WHERE a.n IS NULL AND b.bytes <> 0)",
+    )?;
+    checks.push(check("workspace_bytes", bytes_mismatched == 0, true, format!("{bytes_mismatched} workspaces differ")));
+
     let (expected_mentions, stored_mentions) = crate::kg::mention_counts(conn)?;
     checks.push(check(
         "entity_mentions",
@@ -144,7 +155,11 @@ pub(crate) fn rebuild(tx: &Transaction<'_>) -> StoreResult<()> {
          DELETE FROM hall_counts;
          INSERT INTO hall_counts (workspace_id, wing, room, hall, drawers)
              SELECT workspace_id, wing, room, hall, count(*) FROM drawers WHERE status = 'active' AND hall IS NOT NULL
-             GROUP BY workspace_id, wing, room, hall;",
+             GROUP BY workspace_id, wing, room, hall;
+         DELETE FROM workspace_bytes;
+         INSERT INTO workspace_bytes (workspace_id, bytes)
+             SELECT workspace_id, sum(length(CAST(content AS BLOB))) FROM drawers WHERE status = 'active'
+             GROUP BY workspace_id;",
     )
     .ctx("rebuilding room counts")?;
     crate::kg::rebuild_mentions(tx)?;

@@ -17,6 +17,7 @@
 mod alias;
 mod centroid;
 mod coordination;
+mod directory;
 mod error;
 mod health;
 mod kg;
@@ -38,14 +39,17 @@ use mempalace_core::session::{EpisodicSummary, Session};
 use mempalace_core::tunnel::Tunnel;
 use std::collections::HashMap;
 
+use mempalace_core::tenancy::{
+    AuditEntry, AuditFilter, Grant, Limits, Member, Principal, PrincipalId, Team, TeamId, TokenId, TokenRecord, Usage,
+};
 use mempalace_core::{
     Content, ContentHash, Drawer, DrawerId, DrawerStatus, Embedding, Identity, Timestamp, WorkspaceId,
 };
 use mempalace_store::{
-    AppendOutcome, CentroidSamples, Direction, DrawerFilter, EntityUsage, EventFilter, HallCount, HealthCheck,
-    IdentityRecord, KgStats, MergeOutcome, PalaceRecord, PipelineCounts, PruneCandidate, PutOutcome, RecordCounts,
-    SessionActivity, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy, TripleOutcome, Unmerged,
-    VectorChange,
+    AppendOutcome, CentroidSamples, Direction, Directory, DrawerFilter, EntityUsage, EventFilter, HallCount,
+    HealthCheck, IdentityRecord, KgStats, MergeOutcome, PalaceRecord, PipelineCounts, PruneCandidate, PutOutcome,
+    RecordCounts, SessionActivity, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy,
+    TripleOutcome, Unmerged, VectorChange,
 };
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
@@ -444,6 +448,112 @@ impl StoreRead for SqliteStore {
         keep: u64,
     ) -> StoreResult<Vec<PruneCandidate>> {
         self.read(|conn| work::prune_candidates(conn, workspace, below, max_accesses, &filed_before, keep))
+    }
+}
+
+impl Directory for SqliteStore {
+    fn put_principal(&self, principal: &Principal) -> StoreResult<bool> {
+        self.write(|tx| directory::put_principal(tx, principal))
+    }
+
+    fn principal(&self, id: &PrincipalId) -> StoreResult<Option<Principal>> {
+        self.read(|conn| directory::principal(conn, id))
+    }
+
+    fn principals(&self) -> StoreResult<Vec<Principal>> {
+        self.read(directory::principals)
+    }
+
+    fn set_principal_disabled(&self, id: &PrincipalId, at: Option<Timestamp>) -> StoreResult<bool> {
+        self.write(|tx| directory::set_principal_disabled(tx, id, at))
+    }
+
+    fn has_principals(&self) -> StoreResult<bool> {
+        self.read(directory::has_principals)
+    }
+
+    fn put_token(&self, token: &TokenRecord) -> StoreResult<()> {
+        self.write(|tx| directory::put_token(tx, token))
+    }
+
+    fn token(&self, id: &TokenId) -> StoreResult<Option<TokenRecord>> {
+        self.read(|conn| directory::token(conn, id))
+    }
+
+    fn tokens(&self, principal: Option<&PrincipalId>) -> StoreResult<Vec<TokenRecord>> {
+        self.read(|conn| directory::tokens(conn, principal))
+    }
+
+    fn revoke_token(&self, id: &TokenId, at: Timestamp) -> StoreResult<bool> {
+        self.write(|tx| directory::revoke_token(tx, id, at))
+    }
+
+    fn touch_token(&self, id: &TokenId, at: Timestamp) -> StoreResult<()> {
+        self.write(|tx| directory::touch_token(tx, id, at))
+    }
+
+    fn put_team(&self, team: &Team) -> StoreResult<bool> {
+        self.write(|tx| directory::put_team(tx, team))
+    }
+
+    fn team(&self, id: &TeamId) -> StoreResult<Option<Team>> {
+        self.read(|conn| directory::team(conn, id))
+    }
+
+    fn teams(&self) -> StoreResult<Vec<Team>> {
+        self.read(directory::teams)
+    }
+
+    fn set_team_member(&self, team: &TeamId, member: &PrincipalId, add: bool) -> StoreResult<bool> {
+        self.write(|tx| directory::set_team_member(tx, team, member, add))
+    }
+
+    fn set_team_leader(&self, team: &TeamId, leader: &PrincipalId) -> StoreResult<bool> {
+        self.write(|tx| directory::set_team_leader(tx, team, leader))
+    }
+
+    fn delete_team(&self, team: &TeamId) -> StoreResult<bool> {
+        self.write(|tx| directory::delete_team(tx, team))
+    }
+
+    fn ensure_workspace(&self, workspace: &WorkspaceId, at: Timestamp) -> StoreResult<()> {
+        self.write(|tx| directory::ensure_workspace(tx, workspace, at))
+    }
+
+    fn put_grant(&self, grant: &Grant) -> StoreResult<()> {
+        self.write(|tx| directory::put_grant(tx, grant))
+    }
+
+    fn delete_grant(&self, workspace: &WorkspaceId, member: &Member) -> StoreResult<bool> {
+        self.write(|tx| directory::delete_grant(tx, workspace, member))
+    }
+
+    fn grants(&self, workspace: Option<&WorkspaceId>) -> StoreResult<Vec<Grant>> {
+        self.read(|conn| directory::grants(conn, workspace))
+    }
+
+    fn grants_for(&self, members: &[Member]) -> StoreResult<Vec<Grant>> {
+        self.read(|conn| directory::grants_for(conn, members))
+    }
+
+    fn limits(&self, workspace: &WorkspaceId) -> StoreResult<Option<Limits>> {
+        self.read(|conn| directory::limits(conn, workspace))
+    }
+
+    fn set_limits(&self, workspace: &WorkspaceId, limits: &Limits) -> StoreResult<()> {
+        self.write(|tx| directory::set_limits(tx, workspace, limits))
+    }
+
+    fn usage(&self, workspace: &WorkspaceId) -> StoreResult<Usage> {
+        self.read(|conn| directory::usage(conn, workspace))
+    }
+
+    fn append_audit(&self, entry: &AuditEntry) -> StoreResult<i64> {
+        self.write(|tx| directory::append_audit(tx, entry))
+    }
+
+    fn audit(&self, filter: &AuditFilter) -> StoreResult<Vec<AuditEntry>> {
+        self.read(|conn| directory::audit(conn, filter))
     }
 }
 

@@ -18,7 +18,7 @@ use crate::error::Context;
 pub(crate) const APPLICATION_ID: i32 = 0x6d70_6c63;
 
 /// The highest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 10;
+pub const SCHEMA_VERSION: u32 = 11;
 
 /// Migrations, oldest first: (version reached, SQL).
 const MIGRATIONS: &[(u32, &str)] = &[
@@ -32,6 +32,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (8, include_str!("migrations/0008_pipeline_counts.sql")),
     (9, include_str!("migrations/0009_archive.sql")),
     (10, include_str!("migrations/0010_entity_aliases_centroids.sql")),
+    (11, include_str!("migrations/0011_tenancy.sql")),
 ];
 
 /// Refuses a file that is not a palace, without writing to it. An empty

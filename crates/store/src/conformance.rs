@@ -60,6 +60,8 @@ macro_rules! conformance_suite {
             check_event_artifacts_and_references,
             check_entity_merge_and_unmerge,
             check_centroids,
+            check_directory,
+            check_usage_and_audit,
         );
 
         #[test]
@@ -1845,4 +1847,176 @@ pub fn check_centroids(store: &dyn Store) {
             .expect("other")
             .is_empty()
     );
+}
+
+fn principal(id: &str, kind: mempalace_core::tenancy::PrincipalKind) -> mempalace_core::tenancy::Principal {
+    mempalace_core::tenancy::Principal {
+        id: mempalace_core::tenancy::PrincipalId::parse(id).expect("test principal ids are valid"),
+        kind,
+        display_name: Some(format!("{id} (test)")),
+        admin: false,
+        created_at: at("2026-01-01T00:00:00Z"),
+        disabled_at: None,
+    }
+}
+
+/// Principals, tokens, teams, grants and limits round-trip; changes report
+/// whether they changed anything.
+pub fn check_directory(store: &dyn Store) {
+    use mempalace_core::tenancy::{Grant, Limits, Member, PrincipalKind, Role, Team, TeamId, issue_token};
+
+    assert!(!store.has_principals().expect("has principals"));
+    let alice = principal("alice", PrincipalKind::User);
+    let bob = principal("bob", PrincipalKind::User);
+    let bot = mempalace_core::tenancy::Principal { admin: true, ..principal("ci-bot", PrincipalKind::Agent) };
+    for p in [&alice, &bob, &bot] {
+        assert!(store.put_principal(p).expect("put principal"));
+    }
+    assert!(!store.put_principal(&alice).expect("put again"), "an id is taken once");
+    assert!(store.has_principals().expect("has principals"));
+    assert_eq!(store.principal(&bot.id).expect("principal"), Some(bot.clone()));
+    let ids: Vec<String> = store.principals().expect("principals").into_iter().map(|p| p.id.to_string()).collect();
+    assert_eq!(ids, ["alice", "bob", "ci-bot"]);
+    let off = at("2026-01-02T00:00:00Z");
+    assert!(store.set_principal_disabled(&bob.id, Some(off)).expect("disable"));
+    assert_eq!(store.principal(&bob.id).expect("principal").expect("bob").disabled_at, Some(off));
+    assert!(store.set_principal_disabled(&bob.id, None).expect("enable"));
+    let ghost = mempalace_core::tenancy::PrincipalId::parse("ghost").expect("id");
+    assert!(!store.set_principal_disabled(&ghost, Some(off)).expect("disable nobody"));
+    assert!(store.principal(&ghost).expect("principal").is_none());
+
+    // Tokens: stored by hash, listed newest first, revoked once.
+    let (first, secret) = issue_token(&alice.id, "laptop", [1u8; 32], at("2026-01-01T00:00:00Z"), None);
+    let (second, _) =
+        issue_token(&alice.id, "ci", [2u8; 32], at("2026-01-03T00:00:00Z"), Some(at("2027-01-01T00:00:00Z")));
+    let (bobs, _) = issue_token(&bob.id, "", [3u8; 32], at("2026-01-02T00:00:00Z"), None);
+    for t in [&first, &second, &bobs] {
+        store.put_token(t).expect("put token");
+    }
+    let stored = store.token(&first.id).expect("token").expect("stored");
+    assert_eq!(stored, first);
+    assert!(stored.verify(secret.expose(), at("2026-01-05T00:00:00Z")).is_ok());
+    let mine: Vec<String> = store.tokens(Some(&alice.id)).expect("tokens").iter().map(|t| t.label.clone()).collect();
+    assert_eq!(mine, ["ci", "laptop"]);
+    assert_eq!(store.tokens(None).expect("tokens").len(), 3);
+    assert!(store.put_token(&first).is_err(), "a token id is stored once");
+    let revoked_at = at("2026-01-04T00:00:00Z");
+    assert!(store.revoke_token(&first.id, revoked_at).expect("revoke"));
+    assert!(!store.revoke_token(&first.id, revoked_at).expect("revoke again"));
+    assert_eq!(store.token(&first.id).expect("token").expect("stored").revoked_at, Some(revoked_at));
+    store.touch_token(&second.id, revoked_at).expect("touch");
+    assert_eq!(store.token(&second.id).expect("token").expect("stored").last_used_at, Some(revoked_at));
+
+    // Teams: the leader is not listed among the members; the leader cannot
+    // be removed; a new leader keeps the old one as a member.
+    let eng = TeamId::parse("eng").expect("team id");
+    let team = Team { id: eng.clone(), leader: alice.id.clone(), members: vec![bob.id.clone()], created_at: off };
+    assert!(store.put_team(&team).expect("put team"));
+    assert!(!store.put_team(&team).expect("put team again"));
+    assert_eq!(store.team(&eng).expect("team"), Some(team.clone()));
+    assert!(!store.set_team_member(&eng, &alice.id, false).expect("remove leader"));
+    assert!(store.set_team_member(&eng, &bot.id, true).expect("add"));
+    assert!(!store.set_team_member(&eng, &bot.id, true).expect("add again"));
+    assert!(store.set_team_member(&eng, &bot.id, false).expect("remove"));
+    assert!(store.set_team_leader(&eng, &bob.id).expect("new leader"));
+    let now_team = store.team(&eng).expect("team").expect("eng");
+    assert_eq!((now_team.leader.as_str(), now_team.members.clone()), ("bob", vec![alice.id.clone()]));
+    assert_eq!(store.teams().expect("teams").len(), 1);
+    assert!(!store.set_team_member(&TeamId::parse("nope").expect("id"), &bob.id, true).expect("no team"));
+
+    // Grants: one per (workspace, member), replaced in place.
+    let ws = workspace("team-ws");
+    store.ensure_workspace(&ws, off).expect("ensure");
+    store.ensure_workspace(&ws, off).expect("ensure twice");
+    assert!(store.workspaces().expect("workspaces").contains(&ws));
+    let grant = |member: Member, role| Grant {
+        workspace: ws.clone(),
+        member,
+        role,
+        granted_at: off,
+        granted_by: "local".into(),
+    };
+    store.put_grant(&grant(Member::Team(eng.clone()), Role::Writer)).expect("grant team");
+    store.put_grant(&grant(Member::Principal(bot.id.clone()), Role::Reader)).expect("grant bot");
+    store.put_grant(&grant(Member::Principal(bot.id.clone()), Role::Owner)).expect("regrant bot");
+    store
+        .put_grant(&Grant { workspace: workspace("other"), ..grant(Member::Principal(alice.id.clone()), Role::Reader) })
+        .expect("grant elsewhere");
+    let here = store.grants(Some(&ws)).expect("grants");
+    assert_eq!(here.len(), 2);
+    assert_eq!(here.iter().find(|g| g.member == Member::Principal(bot.id.clone())).map(|g| g.role), Some(Role::Owner));
+    assert_eq!(store.grants(None).expect("all grants").len(), 3);
+    let for_alice =
+        store.grants_for(&[Member::Principal(alice.id.clone()), Member::Team(eng.clone())]).expect("grants for");
+    assert_eq!(for_alice.len(), 2, "{for_alice:?}");
+    assert!(store.delete_grant(&ws, &Member::Principal(bot.id.clone())).expect("revoke"));
+    assert!(!store.delete_grant(&ws, &Member::Principal(bot.id.clone())).expect("revoke again"));
+    assert!(store.delete_team(&eng).expect("delete team"));
+    assert!(store.team(&eng).expect("team").is_none());
+    assert!(store.grants(Some(&ws)).expect("grants").is_empty(), "a deleted team's grants go with it");
+
+    // Limits.
+    assert_eq!(store.limits(&ws).expect("limits"), None);
+    let limits = Limits { drawers: Some(3), bytes: Some(1_000), ..Limits::SHARED_DEFAULT };
+    store.set_limits(&ws, &limits).expect("set limits");
+    assert_eq!(store.limits(&ws).expect("limits"), Some(limits));
+    store.set_limits(&ws, &Limits::default()).expect("clear limits");
+    assert_eq!(store.limits(&ws).expect("limits"), Some(Limits::default()));
+}
+
+/// Usage follows writes (drawers and their bytes by status, entities,
+/// triples) without a scan; the audit trail lists newest first and filters.
+pub fn check_usage_and_audit(store: &dyn Store) {
+    use mempalace_core::tenancy::{AuditEntry, AuditFilter};
+
+    let ws = workspace("usage");
+    let other = workspace("usage-other");
+    let a = drawer(&ws, "w", "r", "héllo");
+    let b = drawer(&ws, "w", "r2", "twelve bytes");
+    store.put_drawers(&[a.clone(), b.clone(), drawer(&other, "w", "r", "elsewhere")]).expect("put");
+    let usage = store.usage(&ws).expect("usage");
+    assert_eq!((usage.drawers, usage.bytes), (2, 6 + 12));
+    store
+        .set_drawer_status(&ws, &a.id, DrawerStatus::Invalidated, Some("test"), at("2026-01-01T00:00:00Z"))
+        .expect("invalidate");
+    assert_eq!(store.usage(&ws).expect("usage").bytes, 12);
+    let mut longer = b.clone();
+    longer.content = mempalace_core::Content::parse("now twenty-four bytes!!!").expect("content");
+    assert!(store.replace_drawer(&longer).expect("replace"));
+    assert_eq!(store.usage(&ws).expect("usage").bytes, 24);
+    store.delete_drawer(&ws, &b.id).expect("delete");
+    assert_eq!(store.usage(&ws).expect("usage"), mempalace_core::tenancy::Usage::default());
+    assert_eq!(store.usage(&other).expect("usage").bytes, 9);
+    store.add_entities(&[entity(&ws, "Alice", "person")]).expect("entity");
+    assert_eq!(store.usage(&ws).expect("usage").entities, 1);
+    assert!(store.verify().expect("verify").iter().all(|c| c.ok), "{:?}", store.verify());
+
+    let entry = |ws: &str, actor: &str, action: &str, at_text: &str| AuditEntry {
+        seq: 0,
+        at: at(at_text),
+        workspace: ws.to_string(),
+        actor: actor.to_string(),
+        action: action.to_string(),
+        target: "x".to_string(),
+        count: 1,
+    };
+    let first = store.append_audit(&entry("usage", "alice", "drawer.add", "2026-01-01T00:00:00Z")).expect("audit");
+    let second = store.append_audit(&entry("usage", "bob", "drawer.delete", "2026-01-02T00:00:00Z")).expect("audit");
+    store.append_audit(&entry("usage-other", "alice", "kg.add", "2026-01-03T00:00:00Z")).expect("audit");
+    assert!(second > first);
+    let all = store.audit(&AuditFilter { limit: 10, ..AuditFilter::default() }).expect("audit");
+    assert_eq!(all.iter().map(|e| e.action.as_str()).collect::<Vec<_>>(), ["kg.add", "drawer.delete", "drawer.add"]);
+    let filters = [
+        AuditFilter { workspace: Some("usage".into()), limit: 10, ..AuditFilter::default() },
+        AuditFilter { actor: Some("alice".into()), limit: 10, ..AuditFilter::default() },
+        AuditFilter { action: Some("drawer.".into()), limit: 10, ..AuditFilter::default() },
+        AuditFilter { since: Some(at("2026-01-02T00:00:00Z")), limit: 10, ..AuditFilter::default() },
+        AuditFilter { before_seq: Some(second), limit: 10, ..AuditFilter::default() },
+        AuditFilter { limit: 1, ..AuditFilter::default() },
+    ];
+    for filter in filters {
+        let got = store.audit(&filter).expect("audit");
+        let want: Vec<&AuditEntry> = all.iter().filter(|e| filter.matches(e)).take(filter.limit).collect();
+        assert_eq!(got.iter().collect::<Vec<_>>(), want, "{filter:?}");
+    }
 }

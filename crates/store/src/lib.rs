@@ -15,6 +15,7 @@
 //! Not here: ranking, chunking, classification (core and engine), transport
 //! formats (the binary's surfaces).
 
+pub mod directory;
 pub mod error;
 pub mod location;
 pub mod record;
@@ -23,6 +24,7 @@ pub mod sql;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 
+pub use directory::Directory;
 pub use error::{StoreError, StoreResult};
 pub use record::{
     AppendOutcome, CentroidSamples, Direction, DrawerFilter, EntityUsage, EventFilter, HallCount, HealthCheck,
@@ -524,7 +526,7 @@ pub trait StoreWrite: StoreRead {
     fn rebuild_derived(&self) -> StoreResult<Vec<HealthCheck>>;
 }
 
-/// A full backend: both halves.
-pub trait Store: StoreWrite {}
+/// A full backend: both halves and the directory.
+pub trait Store: StoreWrite + Directory {}
 
-impl<T: StoreWrite> Store for T {}
+impl<T: StoreWrite + Directory> Store for T {}
