@@ -45,9 +45,33 @@ pub enum EngineError {
     /// what to do instead.
     #[error("{0}")]
     Conflict(String),
-    /// The store refused or failed.
+    /// The store refused or failed (`StoreError::Denied`: the caller's
+    /// role does not allow the call).
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The caller's token was refused (docs/tenancy.md).
+    #[error(transparent)]
+    Unauthenticated(#[from] mempalace_core::tenancy::TokenRejection),
+    /// The workspace's request rate limit is reached for this minute.
+    #[error(
+        "workspace {workspace} allows {limit} requests a minute and has used them; retry in {retry_after_s} s, or ask a workspace owner to raise `requests_per_minute`"
+    )]
+    RateLimited {
+        /// The workspace.
+        workspace: String,
+        /// Its limit.
+        limit: u64,
+        /// Seconds until the next minute's allowance.
+        retry_after_s: u64,
+    },
+}
+
+impl EngineError {
+    /// Whether the caller was refused by tenancy (a role, a private drawer,
+    /// an admin-only call) rather than by a bad request or a failure.
+    pub fn is_denied(&self) -> bool {
+        matches!(self, Self::Store(StoreError::Denied { .. }))
+    }
 }
 
 fn suggestion_text(suggestions: &[String]) -> String {

@@ -18,6 +18,7 @@ pub mod embedding;
 pub mod entities;
 pub mod error;
 pub mod graph;
+pub mod guard;
 pub mod hallways;
 pub mod ingest;
 pub mod kg;
@@ -27,6 +28,7 @@ pub mod memories;
 pub mod palace;
 pub mod pool;
 pub mod search;
+pub mod tenancy;
 pub mod vector_index;
 pub mod work;
 

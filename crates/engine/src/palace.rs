@@ -104,6 +104,12 @@ pub struct Palace {
     hallway_cache: Arc<crate::hallways::HallwayCache>,
     llm: Option<Arc<dyn Llm>>,
     jobs: crate::work::JobSettings,
+    /// The caller this handle is scoped to (`Tenancy::scope`); `None` for
+    /// an unguarded handle (a single-user palace, the local operator).
+    access: Option<Arc<crate::guard::Access>>,
+    /// The caller's personal workspace, searched with this one (personal
+    /// hits first among equals: they get the per-user boost).
+    personal: Option<Arc<Palace>>,
 }
 
 impl std::fmt::Debug for EmbedderCell {
@@ -230,6 +236,8 @@ impl Palace {
             hallway_cache: Arc::default(),
             llm: None,
             jobs: crate::work::JobSettings::default(),
+            access: None,
+            personal: None,
         }
     }
 
@@ -253,7 +261,47 @@ impl Palace {
             hallway_cache: Arc::default(),
             llm: self.llm.clone(),
             jobs: self.jobs,
+            access: self.access.clone(),
+            personal: None,
         }
+    }
+
+    /// This handle seen through `access`: every store call checked and
+    /// audited by the guard (`crate::guard`). Derived indexes stay shared
+    /// with `self`.
+    pub(crate) fn guarded(&self, raw: &Arc<dyn Store>, access: Arc<crate::guard::Access>) -> Self {
+        let mut palace = self.clone();
+        palace.store = Arc::new(crate::guard::GuardedStore::new(Arc::clone(raw), Arc::clone(&access), self.clock));
+        palace.access = Some(access);
+        palace.personal = None;
+        palace
+    }
+
+    /// Also searches `personal` (the caller's personal workspace).
+    pub(crate) fn with_personal(mut self, personal: Palace) -> Self {
+        self.personal = Some(Arc::new(personal));
+        self
+    }
+
+    /// The personal workspace searched with this one, if any, with this
+    /// handle's embedder (which may have been attached after scoping).
+    pub fn personal(&self) -> Option<Palace> {
+        self.personal.as_deref().map(|personal| {
+            let mut personal = personal.clone();
+            personal.embedder = self.embedder.clone();
+            personal
+        })
+    }
+
+    /// Who this handle acts for: `None` when unguarded (a single-user
+    /// palace or the local operator without a team).
+    pub fn caller(&self) -> Option<&mempalace_core::tenancy::Caller> {
+        self.access.as_deref().map(crate::guard::Access::caller)
+    }
+
+    /// The principal this handle acts for, if any.
+    pub fn principal_id(&self) -> Option<&str> {
+        self.caller().and_then(|c| c.principal()).map(|p| p.id.as_str())
     }
 
     /// Sets the knowledge-graph limits of the workspace (entities, triples).
@@ -406,6 +454,11 @@ impl Palace {
     /// The underlying store.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
+    }
+
+    /// This palace's clock.
+    pub fn clock(&self) -> Clock {
+        self.clock
     }
 
     /// The current time by this palace's clock.

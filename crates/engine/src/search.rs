@@ -211,8 +211,42 @@ fn is_real_world(drawer: &Drawer) -> bool {
 }
 
 impl Palace {
-    /// Runs a hybrid search (see the module doc).
+    /// Runs a hybrid search (see the module doc). A handle scoped to a user
+    /// (`Tenancy::scope`) also searches that user's personal workspace: its
+    /// hits get the per-user boost, as the user's own drawers do, and the
+    /// two lists are merged by score, personal first among equals.
     pub fn search(&self, request: &SearchRequest) -> EngineResult<SearchOutcome> {
+        let mut outcome = self.search_here(request)?;
+        let Some(personal) = self.personal() else { return Ok(outcome) };
+        let mine = personal.search_here(request)?;
+        if mine.hits.is_empty() {
+            return Ok(outcome);
+        }
+        outcome.candidates += mine.candidates;
+        let mut hits: Vec<(bool, SearchHit)> = mine
+            .hits
+            .into_iter()
+            .map(|mut hit| {
+                hit.score *= OWNER_BOOST;
+                (true, hit)
+            })
+            .chain(outcome.hits.into_iter().map(|hit| (false, hit)))
+            .collect();
+        match &request.spatial {
+            Some(_) => hits.sort_by(|a, b| {
+                a.1.distance.unwrap_or(f64::MAX).total_cmp(&b.1.distance.unwrap_or(f64::MAX)).then(b.0.cmp(&a.0))
+            }),
+            None => hits.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(b.0.cmp(&a.0))),
+        }
+        hits.truncate(request.limit.get());
+        let lengths: Vec<usize> = hits.iter().map(|(_, h)| h.drawer.content.as_str().chars().count()).collect();
+        hits.truncate(l3_fit(&lengths));
+        outcome.hits = hits.into_iter().map(|(_, hit)| hit).collect();
+        Ok(outcome)
+    }
+
+    /// The search of this workspace alone.
+    fn search_here(&self, request: &SearchRequest) -> EngineResult<SearchOutcome> {
         let limit = request.limit.get();
         let all_terms = query_terms(&request.query);
         let (documents, frequencies) = self.store().term_frequencies(&all_terms)?;

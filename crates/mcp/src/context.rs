@@ -12,8 +12,11 @@
 
 use std::sync::Arc;
 
+use mempalace_core::WorkspaceId;
+use mempalace_core::tenancy::Caller;
 use mempalace_engine::pool::{IngestPool, PoolConfig, PoolMetrics};
-use mempalace_engine::{EmbedderCell, Palace};
+use mempalace_engine::tenancy::Tenancy;
+use mempalace_engine::{EmbedderCell, EngineResult, Palace};
 
 pub use mempalace_engine::EmbedderLoader;
 
@@ -64,6 +67,7 @@ pub struct Backend {
     host: Option<Arc<dyn Host>>,
     pool: Option<Arc<Pool>>,
     memory_root: Option<std::path::PathBuf>,
+    tenancy: Option<Arc<Tenancy>>,
 }
 
 /// The ingestion pool of a server and its sizing.
@@ -104,7 +108,7 @@ impl Backend {
             }
             None => (palace, Arc::new(EmbedderCell::ready(None))),
         };
-        Self { palace, cell, location, host: None, pool: None, memory_root: None }
+        Self { palace, cell, location, host: None, pool: None, memory_root: None, tenancy: None }
     }
 
     /// Starts the bounded ingestion pool that background writes go
@@ -172,6 +176,29 @@ impl Backend {
     /// The memory root, when the server was given one.
     pub fn memory_root(&self) -> Option<&std::path::Path> {
         self.memory_root.as_deref()
+    }
+
+    /// Scopes every call to its caller (docs/tenancy.md): tenancy over this
+    /// backend's palace, its embedder included.
+    pub fn with_tenancy(mut self) -> Self {
+        self.tenancy = Some(Arc::new(Tenancy::new(self.palace.clone())));
+        self
+    }
+
+    /// Tenancy, when calls are scoped.
+    pub fn tenancy(&self) -> Option<&Arc<Tenancy>> {
+        self.tenancy.as_ref()
+    }
+
+    /// This backend acting for `caller` in `workspace` (default: the
+    /// palace's): its palace handle checked and audited by the guard. A
+    /// guarded backend files background writes at once, through the guard,
+    /// instead of through the shared ingestion pool.
+    pub fn scoped(&self, caller: &Caller, workspace: Option<&WorkspaceId>) -> EngineResult<Self> {
+        let Some(tenancy) = &self.tenancy else { return Ok(self.clone()) };
+        let palace = tenancy.scope(caller, workspace)?;
+        let pool = if palace.caller().is_some() { None } else { self.pool.clone() };
+        Ok(Self { palace, pool, ..self.clone() })
     }
 
     /// The palace (its embedder loads on first use).

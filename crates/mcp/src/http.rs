@@ -18,6 +18,8 @@ use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
+use mempalace_core::tenancy::Caller;
+
 use crate::server::McpServer;
 
 /// A bearer token; never printed.
@@ -48,6 +50,10 @@ pub struct HttpOptions {
     pub allowed_hosts: Vec<String>,
     /// Accepted browser origins (`scheme://host:port`).
     pub allowed_origins: Vec<String>,
+    /// The palace has users whose tokens this server accepts (a team
+    /// palace, docs/tenancy.md): then it may serve off loopback without
+    /// an admin token.
+    pub user_tokens: bool,
 }
 
 /// Why the HTTP server could not start.
@@ -56,7 +62,7 @@ pub enum HttpError {
     /// Off loopback without a token.
     #[error(
         "refusing to serve MCP on {0} without a token: set MEMPALACE_MCP_HTTP_TOKEN (clients send it as \
-         `Authorization: Bearer …`), or bind to 127.0.0.1"
+         `Authorization: Bearer …`), create users with tokens (docs/tenancy.md), or bind to 127.0.0.1"
     )]
     TokenRequired(SocketAddr),
     /// The address could not be bound.
@@ -75,7 +81,7 @@ pub enum HttpError {
 impl HttpOptions {
     /// Refuses a non-loopback address without a token.
     pub fn check(&self) -> Result<(), HttpError> {
-        if !self.addr.ip().is_loopback() && self.token.is_none() {
+        if !self.addr.ip().is_loopback() && self.token.is_none() && !self.user_tokens {
             return Err(HttpError::TokenRequired(self.addr));
         }
         Ok(())
@@ -86,6 +92,7 @@ impl HttpOptions {
 pub fn router(server: McpServer, options: &HttpOptions) -> Result<Router, HttpError> {
     options.check()?;
     let loopback = options.addr.ip().is_loopback();
+    let gate = Arc::new(Gate { admin: options.token.clone(), tenancy: server.backend().tenancy().cloned(), loopback });
     let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into(), "[::1]".into()];
     if !loopback {
         hosts.extend(options.allowed_hosts.iter().cloned());
@@ -100,12 +107,11 @@ pub fn router(server: McpServer, options: &HttpOptions) -> Result<Router, HttpEr
     let backend = server.backend().clone();
     let service =
         StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
-    let token = Arc::new(options.token.clone());
     Ok(Router::new()
         .route("/metrics", axum::routing::get(move || std::future::ready(metrics(&backend))))
         .nest_service("/mcp", service)
         .layer(middleware::from_fn(session_closed))
-        .layer(middleware::from_fn_with_state(token, authorize)))
+        .layer(middleware::from_fn_with_state(gate, authorize)))
 }
 
 /// `/metrics`: the server's counters in Prometheus's text format — the
@@ -173,24 +179,82 @@ async fn session_closed(request: Request, next: Next) -> Response {
     response
 }
 
-async fn authorize(State(token): State<Arc<Option<Token>>>, request: Request, next: Next) -> Response {
-    if let Some(Token(expected)) = token.as_ref() {
-        let given = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
-        if !given.is_some_and(|given| constant_time_eq(given.as_bytes(), expected.as_bytes())) {
-            tracing::warn!(uri = %request.uri(), "MCP request without a valid bearer token refused");
-            return (
-                StatusCode::UNAUTHORIZED,
-                [(header::WWW_AUTHENTICATE, "Bearer")],
-                "missing or wrong bearer token: send `Authorization: Bearer <MEMPALACE_MCP_HTTP_TOKEN>`\n",
-            )
-                .into_response();
-        }
+/// What the authorising layer needs: the server's admin token, tenancy
+/// (to resolve user tokens) and whether the listener is loopback-only.
+struct Gate {
+    admin: Option<Token>,
+    tenancy: Option<Arc<mempalace_engine::tenancy::Tenancy>>,
+    loopback: bool,
+}
+
+/// The header naming the workspace a request works in (default: the
+/// server's `--workspace`).
+pub const WORKSPACE_HEADER: &str = "mempalace-workspace";
+
+fn refuse(status: StatusCode, message: String) -> Response {
+    let mut response = (status, format!("{message}\n")).into_response();
+    if status == StatusCode::UNAUTHORIZED {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer"));
     }
+    response
+}
+
+/// Resolves the caller of every request (docs/tenancy.md): the server's
+/// admin token or, on loopback, no token at all is the local operator; a
+/// user or agent token is checked against the palace's directory. The
+/// caller and the workspace asked for travel with the request to the tool
+/// call, where the engine's guard enforces them. Tokens never reach logs.
+async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|v| v.trim().to_string());
+    let workspace = match request.headers().get(WORKSPACE_HEADER).map(|v| v.to_str().map(str::trim)) {
+        None => None,
+        Some(Ok(text)) => match mempalace_core::WorkspaceId::parse(text) {
+            Ok(id) => Some(id),
+            Err(error) => return refuse(StatusCode::BAD_REQUEST, format!("{WORKSPACE_HEADER}: {error}")),
+        },
+        Some(Err(_)) => return refuse(StatusCode::BAD_REQUEST, format!("{WORKSPACE_HEADER} is not ASCII text")),
+    };
+    let admin =
+        |given: &str| gate.admin.as_ref().is_some_and(|Token(t)| constant_time_eq(given.as_bytes(), t.as_bytes()));
+    let caller = match given {
+        Some(given) if admin(&given) => Caller::Local,
+        Some(given) => {
+            let Some(tenancy) = gate.tenancy.clone() else {
+                tracing::warn!(uri = %request.uri(), "MCP request with a wrong bearer token refused");
+                return refuse(
+                    StatusCode::UNAUTHORIZED,
+                    "missing or wrong bearer token: send `Authorization: Bearer <MEMPALACE_MCP_HTTP_TOKEN>` or a user token".into(),
+                );
+            };
+            match tokio::task::spawn_blocking(move || tenancy.authenticate(&given)).await {
+                Ok(Ok(caller)) => caller,
+                Ok(Err(error)) => {
+                    tracing::warn!(uri = %request.uri(), %error, "MCP request with a refused token");
+                    let status = if matches!(error, mempalace_engine::EngineError::Unauthenticated(_)) {
+                        StatusCode::UNAUTHORIZED
+                    } else {
+                        StatusCode::SERVICE_UNAVAILABLE
+                    };
+                    return refuse(status, error.to_string());
+                }
+                Err(join) => return refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("internal error: {join}")),
+            }
+        }
+        None if gate.loopback && gate.admin.is_none() => Caller::Local,
+        None => {
+            tracing::warn!(uri = %request.uri(), "MCP request without a bearer token refused");
+            return refuse(
+                StatusCode::UNAUTHORIZED,
+                "this server needs a token: send `Authorization: Bearer <token>` (`mempalace token create`)".into(),
+            );
+        }
+    };
+    request.extensions_mut().insert(crate::server::RequestScope { caller, workspace });
     next.run(request).await
 }
 

@@ -111,10 +111,14 @@ impl From<mempalace_engine::EngineError> for ToolError {
             // agent can read (`{"error": …}`; writers add `"success": false`).
             E::Coordination(_) => crate::tools::failure(&error),
             E::Unavailable(_) | E::Conflict(_) => crate::tools::failure(&error),
+            // Tenancy refusals are results the agent reads: what was refused
+            // and who can allow it (nothing was read or written).
+            E::Unauthenticated(_) | E::RateLimited { .. } => crate::tools::failure(&error),
             E::Store(store) => match store {
                 S::Missing { .. } | S::Busy { .. } | S::Limit { .. } | S::Io { .. } | S::Unreachable { .. } => {
                     crate::tools::failure(&error)
                 }
+                S::Denied { .. } | S::OverLimit(_) => crate::tools::failure(&error),
                 S::NotAPalace { .. } | S::SchemaTooNew { .. } | S::InvalidData { .. } | S::Corrupt { .. } => {
                     crate::tools::failure(&error)
                 }

@@ -15,6 +15,9 @@ use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Map, Value};
 
+use mempalace_core::WorkspaceId;
+use mempalace_core::tenancy::Caller;
+
 use crate::context::Backend;
 use crate::registry::{Profile, ToolError, ToolSpec};
 use crate::stdio::Sequencer;
@@ -28,6 +31,16 @@ knowledge graph, and agent diaries. Start a session with mempalace_status (it re
 mempalace_wake_up; search before answering about past work; file decisions and facts as they happen; write your \
 diary at the end.";
 
+/// Who a request comes from, as the HTTP transport resolved it from its
+/// bearer token and `Mempalace-Workspace` header (docs/tenancy.md).
+#[derive(Debug, Clone)]
+pub struct RequestScope {
+    /// The caller.
+    pub caller: Caller,
+    /// The workspace asked for (default: the server's).
+    pub workspace: Option<WorkspaceId>,
+}
+
 /// The MCP server over one palace.
 #[derive(Clone)]
 pub struct McpServer {
@@ -35,6 +48,7 @@ pub struct McpServer {
     tools: Arc<Vec<ToolSpec>>,
     index: Arc<HashMap<&'static str, usize>>,
     sequencer: Arc<Sequencer>,
+    caller: Caller,
 }
 
 impl McpServer {
@@ -42,7 +56,20 @@ impl McpServer {
     pub fn new(backend: Backend, profile: Profile) -> Self {
         let tools: Vec<ToolSpec> = crate::tools::all().into_iter().filter(|t| profile.includes(t.family)).collect();
         let index = tools.iter().enumerate().map(|(i, t)| (t.name, i)).collect();
-        Self { backend, tools: Arc::new(tools), index: Arc::new(index), sequencer: Arc::default() }
+        Self {
+            backend,
+            tools: Arc::new(tools),
+            index: Arc::new(index),
+            sequencer: Arc::default(),
+            caller: Caller::Local,
+        }
+    }
+
+    /// Serves every call for `caller` (stdio with `$MEMPALACE_TOKEN`); HTTP
+    /// requests carry their own caller.
+    pub fn with_caller(mut self, caller: Caller) -> Self {
+        self.caller = caller;
+        self
     }
 
     /// The palace backend.
@@ -71,8 +98,19 @@ impl McpServer {
         self.tools.iter().map(|t| t.name).collect()
     }
 
-    /// Runs one tool call to completion (used by the transports and tests).
+    /// Runs one tool call to completion for the server's caller (used by
+    /// the transports and tests).
     pub async fn call(&self, name: &str, arguments: Option<Map<String, Value>>) -> Result<CallToolResult, ErrorData> {
+        self.call_as(None, name, arguments).await
+    }
+
+    /// Runs one tool call for `scope`'s caller (default: the server's).
+    pub async fn call_as(
+        &self,
+        scope: Option<RequestScope>,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<CallToolResult, ErrorData> {
         let Some(&position) = self.index.get(name) else {
             return Err(ErrorData::new(
                 ErrorCode::INVALID_PARAMS,
@@ -83,8 +121,17 @@ impl McpServer {
         let spec = self.tools[position].clone();
         let arguments = check_arguments(&spec, arguments.unwrap_or_default())?;
         let backend = self.backend.clone();
+        let (caller, workspace) = match scope {
+            Some(scope) => (scope.caller, scope.workspace),
+            None => (self.caller.clone(), None),
+        };
         let started = std::time::Instant::now();
-        let outcome = tokio::task::spawn_blocking(move || spec.call(&backend, arguments)).await;
+        let outcome = tokio::task::spawn_blocking(move || {
+            let backend = backend.scoped(&caller, workspace.as_ref())?;
+            let arguments = own_user_id(&spec, &backend, arguments)?;
+            spec.call(&backend, arguments)
+        })
+        .await;
         let elapsed_ms = started.elapsed().as_millis() as u64;
         match outcome {
             Ok(Ok(value)) => {
@@ -163,6 +210,36 @@ fn check_arguments(spec: &ToolSpec, mut arguments: Map<String, Value>) -> Result
     Ok(arguments)
 }
 
+/// A principal speaks for itself: a tool's `user_id` is theirs (filled
+/// in when left out, so their private memories are theirs to search);
+/// another user's id is refused.
+fn own_user_id(
+    spec: &ToolSpec,
+    backend: &Backend,
+    mut arguments: Map<String, Value>,
+) -> Result<Map<String, Value>, ToolError> {
+    let Some(me) = backend.palace().principal_id() else { return Ok(arguments) };
+    let takes_user =
+        spec.tool.input_schema.get("properties").and_then(Value::as_object).is_some_and(|p| p.contains_key("user_id"));
+    if !takes_user {
+        return Ok(arguments);
+    }
+    match arguments.get("user_id") {
+        None | Some(Value::Null) => {
+            arguments.insert("user_id".into(), Value::String(me.to_string()));
+        }
+        Some(Value::String(given)) if given.trim().is_empty() || given == me => {
+            arguments.insert("user_id".into(), Value::String(me.to_string()));
+        }
+        Some(other) => {
+            return Err(ToolError::InvalidParams(format!(
+                "user_id {other} is not yours: you are {me}, and a token speaks for its own user only"
+            )));
+        }
+    }
+    Ok(arguments)
+}
+
 fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }
@@ -195,7 +272,12 @@ impl ServerHandler for McpServer {
         // On stdio, calls take effect in the order they were sent.
         let id = serde_json::to_value(&context.id).map(|id| crate::stdio::id_key(&id)).unwrap_or_default();
         self.sequencer.enter(&id).await;
-        let result = self.call(&request.name, request.arguments).await.map(Into::into);
+        let scope = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<RequestScope>())
+            .cloned();
+        let result = self.call_as(scope, &request.name, request.arguments).await.map(Into::into);
         self.sequencer.finish(&id);
         result
     }

@@ -248,6 +248,8 @@ pub struct Overrides {
     pub llm_provider: Option<String>,
     /// `--no-llm`.
     pub no_llm: bool,
+    /// `--token`.
+    pub token: Option<String>,
 }
 
 /// Which embedding provider to use (`--embedder`, `MEMPALACE_EMBEDDER`,
@@ -341,6 +343,9 @@ pub struct Settings {
     pub kg_limits: (u64, u64),
     /// Bearer token of the MCP HTTP endpoint (`$MEMPALACE_MCP_HTTP_TOKEN`).
     pub mcp_http_token: Option<mempalace_mcp::http::Token>,
+    /// The caller's API token (`--token`, else `$MEMPALACE_TOKEN`): every
+    /// command then acts as that user or agent (docs/tenancy.md).
+    pub token: Option<mempalace_core::secret::Secret>,
     /// The MCP server's ingestion pool (`CRAWBL_AUTOINGEST_WORKERS`,
     /// `CRAWBL_AUTOINGEST_CAPACITY`, or their `MEMPALACE_` spellings).
     pub ingest_pool: mempalace_engine::pool::PoolConfig,
@@ -679,6 +684,13 @@ pub fn resolve(env: &BTreeMap<String, String>, home: Option<&Path>, flags: &Over
             whole("MEMPALACE_MAX_TRIPLES", config.max_triples, DEFAULT_MAX_TRIPLES)?,
         ),
         mcp_http_token: env.get("MEMPALACE_MCP_HTTP_TOKEN").cloned().and_then(mempalace_mcp::http::Token::new),
+        token: flags
+            .token
+            .clone()
+            .or_else(|| env.get("MEMPALACE_TOKEN").cloned())
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .map(mempalace_core::secret::Secret::new),
         ingest_pool: mempalace_engine::pool::PoolConfig {
             workers: pool_size(&["MEMPALACE_AUTOINGEST_WORKERS", "CRAWBL_AUTOINGEST_WORKERS"], DEFAULT_WORKERS, 256)?,
             capacity: pool_size(

@@ -86,6 +86,16 @@ pub enum StoreError {
         /// What failed.
         detail: String,
     },
+    /// The caller may not do this (tenancy: no role in the workspace, a
+    /// reader writing, someone else's private drawer, an admin-only call).
+    #[error("access denied: {detail}")]
+    Denied {
+        /// What was refused and what would allow it.
+        detail: String,
+    },
+    /// A write would pass one of the workspace's limits.
+    #[error(transparent)]
+    OverLimit(#[from] mempalace_core::tenancy::LimitExceeded),
     /// Anything else the backend reported: our fault.
     #[error("internal storage error: {message}")]
     Backend {
@@ -101,6 +111,11 @@ impl StoreError {
     /// A backend error with its driver cause.
     pub fn backend(message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         Self::Backend { message: message.into(), source: Some(Box::new(source)) }
+    }
+
+    /// A refused call.
+    pub fn denied(detail: impl Into<String>) -> Self {
+        Self::Denied { detail: detail.into() }
     }
 
     /// A stored row that failed validation.

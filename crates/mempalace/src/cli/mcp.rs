@@ -16,7 +16,7 @@ use clap::Args;
 use mempalace_mcp::http::HttpOptions;
 use mempalace_mcp::{Backend, EmbedderLoader, McpServer, Profile};
 
-use super::{Access, open_palace};
+use super::{Access, open_unscoped};
 use crate::output;
 use crate::settings::Settings;
 
@@ -71,9 +71,13 @@ pub struct ServeArgs {
     allowed_origins: Vec<String>,
 }
 
+/// The server over the palace, every call scoped to its caller
+/// (docs/tenancy.md): on stdio the caller of `$MEMPALACE_TOKEN` (else the
+/// local operator), over HTTP each request's own. The background jobs run
+/// on the unscoped palace: they are the server's, not a caller's.
 fn server(settings: &Settings, tools: &ToolsArg) -> Result<McpServer> {
     let profile = Profile::from(tools.tools);
-    let palace = open_palace(settings, Access::Create)?;
+    let palace = open_unscoped(settings, Access::Create)?;
     let for_loader = settings.clone();
     let loader: EmbedderLoader =
         Box::new(move || super::embedder::build(&for_loader).map_err(|error| format!("{error:#}")));
@@ -84,7 +88,12 @@ fn server(settings: &Settings, tools: &ToolsArg) -> Result<McpServer> {
     if let Some(root) = super::memory_files::default_root(settings) {
         backend = backend.with_memory_root(root);
     }
-    Ok(McpServer::new(backend, profile))
+    let backend = backend.with_tenancy();
+    let tenancy = backend.tenancy().expect("tenancy was just attached");
+    let caller = super::caller(settings, tenancy)?;
+    // Refuse at start a caller without a role in the server's workspace.
+    backend.scoped(&caller, None)?;
+    Ok(McpServer::new(backend, profile).with_caller(caller))
 }
 
 /// Runs the background jobs of `work` on their own thread, with the
@@ -149,9 +158,14 @@ pub fn serve(settings: &Settings, args: ServeArgs) -> Result<()> {
         token: settings.mcp_http_token.clone(),
         allowed_hosts: args.allowed_hosts,
         allowed_origins: args.allowed_origins,
+        user_tokens: false,
+    };
+    let server = server(settings, &args.tools)?;
+    let options = HttpOptions {
+        user_tokens: server.backend().tenancy().map(|t| t.is_shared()).transpose()?.unwrap_or(false),
+        ..options
     };
     options.check().map_err(|e| super::UserError(e.to_string()))?;
-    let server = server(settings, &args.tools)?;
     if !args.no_workers {
         spawn_workers(server.backend().palace().clone())?;
     }

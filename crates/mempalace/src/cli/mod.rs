@@ -38,6 +38,7 @@ mod schedule;
 mod split;
 mod sweep;
 mod sync;
+mod tenancy;
 mod transfer;
 mod update;
 mod values;
@@ -52,6 +53,8 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result};
 use clap::{Args, Parser, Subcommand};
 use mempalace_core::classify::TierGates;
+use mempalace_core::tenancy::Caller;
+use mempalace_engine::tenancy::Tenancy;
 use mempalace_engine::{EngineError, Palace};
 use mempalace_sqlite::{SqliteOptions, SqliteStore};
 use mempalace_store::StoreError;
@@ -104,6 +107,10 @@ pub struct GlobalArgs {
     /// Use no language model in this run, whatever is configured.
     #[arg(long, global = true)]
     pub no_llm: bool,
+    /// Act as the user or agent whose API token this file holds (default: $MEMPALACE_TOKEN; without
+    /// either, as the palace's local operator). Tokens never go on the command line. See docs/tenancy.md.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// More log output on stderr (-v info, -vv debug). $MEMPALACE_LOG takes a
     /// full filter such as "mempalace=debug".
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -193,6 +200,18 @@ pub enum Command {
     Work(work::WorkArgs),
     /// MCP: print the setup lines for Claude Code and Codex, or `mcp serve` on stdio.
     Mcp(mcp::McpArgs),
+    /// Users and agents of a team palace (docs/tenancy.md).
+    #[command(subcommand)]
+    User(tenancy::UserCommand),
+    /// API tokens: create (shown once), list, revoke.
+    #[command(subcommand)]
+    Token(tenancy::TokenCommand),
+    /// Teams: a leader who writes, members who read.
+    #[command(subcommand)]
+    Team(tenancy::TeamCommand),
+    /// Workspaces: create, grant roles, limits, the audit trail.
+    #[command(subcommand)]
+    Workspace(tenancy::WorkspaceCommand),
     /// Run the long-lived servers (for now: MCP over streamable HTTP).
     Serve(mcp::ServeArgs),
     /// Check the palace and rebuild derived indexes if needed. Never deletes user data.
@@ -264,6 +283,8 @@ pub enum Exit {
     Unhealthy = 7,
     /// Something the command needs (an embedding model) is not available.
     Unavailable = 8,
+    /// The caller's token or role does not allow this (docs/tenancy.md).
+    Denied = 9,
 }
 
 /// An error the user can fix, raised by the CLI itself (bad stdin, bad file).
@@ -323,7 +344,8 @@ fn store_exit(error: &StoreError) -> Exit {
         StoreError::Missing { .. } => Exit::NotFound,
         StoreError::NotAPalace { .. } | StoreError::SchemaTooNew { .. } | StoreError::Corrupt { .. } => Exit::BadPalace,
         StoreError::Busy { .. } => Exit::Busy,
-        StoreError::Limit { .. } => Exit::Usage,
+        StoreError::Limit { .. } | StoreError::OverLimit(_) => Exit::Usage,
+        StoreError::Denied { .. } => Exit::Denied,
         StoreError::InvalidData { .. } => Exit::BadPalace,
         StoreError::Io { .. } => Exit::Io,
         StoreError::Unreachable { .. } => Exit::Unavailable,
@@ -340,6 +362,8 @@ fn engine_exit(error: &EngineError) -> Exit {
         EngineError::Unavailable(_) => Exit::Unavailable,
         EngineError::Conflict(_) => Exit::Usage,
         EngineError::Store(error) => store_exit(error),
+        EngineError::Unauthenticated(_) => Exit::Denied,
+        EngineError::RateLimited { .. } => Exit::Busy,
     }
 }
 
@@ -389,6 +413,15 @@ pub fn exit_code(error: &anyhow::Error) -> Exit {
 /// mistake in them is the user's to fix (exit 2), never an internal error.
 fn settings(global: &GlobalArgs, env: &BTreeMap<String, String>) -> Result<Settings> {
     let home = settings::home(env);
+    let token = match &global.token_file {
+        Some(path) => Some(std::fs::read_to_string(path).map_err(|error| {
+            UserError(format!(
+                "cannot read the token file {}: {error}; pass the file `token create` wrote",
+                path.display()
+            ))
+        })?),
+        None => None,
+    };
     settings::resolve(
         env,
         home.as_deref(),
@@ -402,6 +435,7 @@ fn settings(global: &GlobalArgs, env: &BTreeMap<String, String>) -> Result<Setti
             llm_model: global.llm_model.clone(),
             llm_provider: global.llm_provider.clone(),
             no_llm: global.no_llm,
+            token,
         },
     )
     .map_err(|error| UserError(format!("{error:#}")).into())
@@ -409,7 +443,7 @@ fn settings(global: &GlobalArgs, env: &BTreeMap<String, String>) -> Result<Setti
 
 /// How a command needs the palace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Access {
+pub(crate) enum Access {
     /// Only reads; the palace must exist.
     Read,
     /// Changes existing data; the palace must exist.
@@ -469,6 +503,13 @@ fn open_postgres(url: &str) -> Result<Arc<dyn mempalace_store::Store>> {
 /// model when one is configured (jobs that can use it do; the rest never
 /// call it).
 fn open_palace(settings: &Settings, access: Access) -> Result<Palace> {
+    let palace = open_unscoped(settings, access)?;
+    Ok(scope(settings, palace)?)
+}
+
+/// The palace without any caller's scope: the local operator's handle on a
+/// single-user palace, and what `Tenancy` scopes for everyone else.
+pub(crate) fn open_unscoped(settings: &Settings, access: Access) -> Result<Palace> {
     let store = open_store(settings, access)?;
     let palace = Palace::new(store, settings.workspace.clone())
         .with_tier_gates(TierGates { high: settings.heuristic_high, low: settings.heuristic_low })
@@ -478,6 +519,23 @@ fn open_palace(settings: &Settings, access: Access) -> Result<Palace> {
         Some(client) => palace.with_llm(client),
         None => palace,
     })
+}
+
+/// The caller of this run: the user or agent of `$MEMPALACE_TOKEN` /
+/// `--token-file`, else the palace's local operator.
+pub(crate) fn caller(settings: &Settings, tenancy: &Tenancy) -> Result<Caller> {
+    Ok(match &settings.token {
+        Some(token) => tenancy.authenticate(token.expose())?,
+        None => Caller::Local,
+    })
+}
+
+/// `palace` scoped to this run's caller (docs/tenancy.md): unchanged on a
+/// single-user palace without a token.
+fn scope(settings: &Settings, palace: Palace) -> Result<Palace> {
+    let tenancy = Tenancy::new(palace);
+    let caller = caller(settings, &tenancy)?;
+    Ok(tenancy.scope(&caller, None)?)
 }
 
 /// Attaches the configured embedding provider (none when its model is
@@ -512,6 +570,10 @@ pub fn run(cli: Cli, env: &BTreeMap<String, String>) -> Result<()> {
         Command::Import(args) => transfer::import(&settings, args),
         Command::Model(command) => model::run(&settings, command),
         Command::Mcp(args) => mcp::run(&settings, args),
+        Command::User(command) => tenancy::user(&settings, command),
+        Command::Token(command) => tenancy::token(&settings, command),
+        Command::Team(command) => tenancy::team(&settings, command),
+        Command::Workspace(command) => tenancy::workspace(&settings, command),
         Command::MigrateFromPython(args) => migrate::run(&settings, args),
         Command::MigrateStore(args) => migrate_store::run(&settings, args),
         Command::Work(args) => work::run(&with_embedder(open_palace(&settings, Access::Create)?, &settings)?, args),

@@ -206,6 +206,7 @@ fn write_project_config(dir: &std::path::Path, yes: bool) -> Result<()> {
 pub fn status(palace: &Palace, args: StatusArgs) -> Result<()> {
     let status = palace.status()?;
     let taxonomy = &status.taxonomy;
+    let limits = workspace_limits(palace)?;
     if args.json {
         let (wings, rooms) = mempalace_mcp::shapes::wing_and_room_counts(taxonomy);
         let nested = mempalace_mcp::shapes::taxonomy(taxonomy);
@@ -219,6 +220,9 @@ pub fn status(palace: &Palace, args: StatusArgs) -> Result<()> {
             "rooms": rooms,
             "taxonomy": nested,
             "pipeline": mempalace_mcp::shapes::pipeline(&status.pipeline),
+            "limits": limits.as_ref().map(|rows| rows.iter().map(|(name, used, limit)| {
+                (name.to_string(), json!({"used": used, "limit": limit}))
+            }).collect::<serde_json::Map<_, _>>()),
         }))?;
         return Ok(());
     }
@@ -236,7 +240,24 @@ pub fn status(palace: &Palace, args: StatusArgs) -> Result<()> {
     }
     text.push_str(&format!("{rule}\n\n"));
     text.push_str(&cold_path_text(&status.pipeline));
+    if let Some(rows) = limits {
+        text.push_str("\n  Limits (used of limit)\n");
+        for (name, used, limit) in rows {
+            let used = used.map_or_else(|| "-".to_string(), |u| u.to_string());
+            let limit = limit.map_or_else(|| "unlimited".to_string(), |l| l.to_string());
+            text.push_str(&format!("    {name:<20} {used:>10} of {limit}\n"));
+        }
+    }
     Ok(output::text(text)?)
+}
+
+/// The workspace's stored limits with what it uses (docs/tenancy.md), or
+/// `None` when no limits are stored for it.
+fn workspace_limits(palace: &Palace) -> Result<Option<Vec<(&'static str, Option<u64>, Option<u64>)>>> {
+    let Some(limits) = palace.store().limits(palace.workspace())? else { return Ok(None) };
+    let usage = palace.store().usage(palace.workspace())?;
+    let used = [Some(usage.drawers), Some(usage.entities), Some(usage.triples), None, Some(usage.bytes)];
+    Ok(Some(limits.entries().into_iter().zip(used).map(|((name, limit), used)| (name, used, limit)).collect()))
 }
 
 /// The "Cold path" block of `status`, after MemPalace's layout: drawers per
