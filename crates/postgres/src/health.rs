@@ -3,8 +3,9 @@
 //!
 //! User data (drawers, entities, triples, identity, sessions, tunnels) is
 //! only ever read here. Derived: the lexical entries and the lexical
-//! statistics, `room_counts` and `hall_counts`, entity mentions, the
-//! palace revision (never behind the rows), and the HNSW indexes.
+//! statistics, `room_counts`, `hall_counts` and `workspace_bytes`, entity
+//! mentions, the palace revision (never behind the rows), and the HNSW
+//! indexes.
 
 use deadpool_postgres::Transaction;
 use mempalace_core::kg::entity_id;
@@ -115,6 +116,18 @@ pub(crate) async fn verify(tx: &Transaction<'_>) -> StoreResult<Vec<HealthCheck>
     .await?;
     checks.push(check("hall_counts", halls_mismatched == 0, true, format!("{halls_mismatched} halls differ")));
 
+    let bytes_mismatched = count(
+        tx,
+        "WITH actual AS (SELECT workspace_id, sum(octet_length(content))::bigint AS n FROM drawers \
+                         WHERE status = 'active' GROUP BY workspace_id) \
+         SELECT (SELECT count(*) FROM actual a LEFT JOIN workspace_bytes b USING (workspace_id) \
+                 WHERE b.bytes IS DISTINCT FROM a.n) \
+              + (SELECT count(*) FROM workspace_bytes b LEFT JOIN actual a USING (workspace_id) \
+                 WHERE a.n IS NULL AND b.bytes <> 0)",
+    )
+    .await?;
+    checks.push(check("workspace_bytes", bytes_mismatched == 0, true, format!("{bytes_mismatched} workspaces differ")));
+
     let expected = expected_mentions(tx).await?.len() as i64;
     let stored = count(tx, "SELECT count(*) FROM entity_mentions").await?;
     checks.push(check(
@@ -175,6 +188,10 @@ pub(crate) async fn rebuild(tx: &Transaction<'_>) -> StoreResult<()> {
          INSERT INTO hall_counts (workspace_id, wing, room, hall, drawers)
              SELECT workspace_id, wing, room, hall, count(*) FROM drawers WHERE status = 'active' AND hall IS NOT NULL
              GROUP BY workspace_id, wing, room, hall;
+         DELETE FROM workspace_bytes;
+         INSERT INTO workspace_bytes (workspace_id, bytes)
+             SELECT workspace_id, sum(octet_length(content))::bigint FROM drawers WHERE status = 'active'
+             GROUP BY workspace_id;
          DELETE FROM entity_mentions;",
     )
     .await

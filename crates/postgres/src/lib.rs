@@ -23,6 +23,7 @@
 mod alias;
 mod centroid;
 mod coordination;
+mod directory;
 mod error;
 mod health;
 mod kg;
@@ -46,15 +47,18 @@ use mempalace_core::centroid::{Centroid, RoomCentroid};
 use mempalace_core::coordination::{Artifact, Event, StoredEvent};
 use mempalace_core::kg::{Entity, EntityAlias, Triple};
 use mempalace_core::session::{EpisodicSummary, Session};
+use mempalace_core::tenancy::{
+    AuditEntry, AuditFilter, Grant, Limits, Member, Principal, PrincipalId, Team, TeamId, TokenId, TokenRecord, Usage,
+};
 use mempalace_core::tunnel::Tunnel;
 use mempalace_core::{
     Content, ContentHash, Drawer, DrawerId, DrawerStatus, Embedding, Identity, Timestamp, WorkspaceId,
 };
 use mempalace_store::{
-    AppendOutcome, CentroidSamples, Direction, DrawerFilter, EntityUsage, EventFilter, HallCount, HealthCheck,
-    IdentityRecord, KgStats, MergeOutcome, PalaceRecord, PipelineCounts, PruneCandidate, PutOutcome, RecordCounts,
-    SessionActivity, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy, TripleOutcome, Unmerged,
-    VectorChange,
+    AppendOutcome, CentroidSamples, Direction, Directory, DrawerFilter, EntityUsage, EventFilter, HallCount,
+    HealthCheck, IdentityRecord, KgStats, MergeOutcome, PalaceRecord, PipelineCounts, PruneCandidate, PutOutcome,
+    RecordCounts, SessionActivity, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy,
+    TripleOutcome, Unmerged, VectorChange,
 };
 
 use crate::error::Context;
@@ -525,6 +529,115 @@ impl StoreRead for PgStore {
             tx.commit().await.ctx("ending a vector search")?;
             Ok(Some(hits))
         })
+    }
+}
+
+impl Directory for PgStore {
+    fn put_principal(&self, principal: &Principal) -> StoreResult<bool> {
+        self.run(self.write(async |tx| directory::put_principal(tx, principal).await))
+    }
+
+    fn principal(&self, id: &PrincipalId) -> StoreResult<Option<Principal>> {
+        self.run(self.read(async |tx| directory::principal(tx, id).await))
+    }
+
+    fn principals(&self) -> StoreResult<Vec<Principal>> {
+        self.run(self.read(async |tx| directory::principals(tx).await))
+    }
+
+    fn set_principal_disabled(&self, id: &PrincipalId, at: Option<Timestamp>) -> StoreResult<bool> {
+        self.run(self.write(async |tx| directory::set_principal_disabled(tx, id, at).await))
+    }
+
+    fn has_principals(&self) -> StoreResult<bool> {
+        self.run(self.read(async |tx| directory::has_principals(tx).await))
+    }
+
+    fn put_token(&self, token: &TokenRecord) -> StoreResult<()> {
+        self.run(self.write(async |tx| directory::put_token(tx, token).await))
+    }
+
+    fn token(&self, id: &TokenId) -> StoreResult<Option<TokenRecord>> {
+        self.run(self.read(async |tx| directory::token(tx, id).await))
+    }
+
+    fn tokens(&self, principal: Option<&PrincipalId>) -> StoreResult<Vec<TokenRecord>> {
+        self.run(self.read(async |tx| directory::tokens(tx, principal).await))
+    }
+
+    fn revoke_token(&self, id: &TokenId, at: Timestamp) -> StoreResult<bool> {
+        self.run(self.write(async |tx| directory::revoke_token(tx, id, &at).await))
+    }
+
+    fn touch_token(&self, id: &TokenId, at: Timestamp) -> StoreResult<()> {
+        self.run(self.write(async |tx| directory::touch_token(tx, id, &at).await))
+    }
+
+    fn put_team(&self, team: &Team) -> StoreResult<bool> {
+        self.run(self.write(async |tx| directory::put_team(tx, team).await))
+    }
+
+    fn team(&self, id: &TeamId) -> StoreResult<Option<Team>> {
+        self.run(self.read(async |tx| directory::team(tx, id).await))
+    }
+
+    fn teams(&self) -> StoreResult<Vec<Team>> {
+        self.run(self.read(async |tx| directory::teams(tx).await))
+    }
+
+    fn set_team_member(&self, team: &TeamId, member: &PrincipalId, add: bool) -> StoreResult<bool> {
+        self.run(self.write(async |tx| directory::set_team_member(tx, team, member, add).await))
+    }
+
+    fn set_team_leader(&self, team: &TeamId, leader: &PrincipalId) -> StoreResult<bool> {
+        self.run(self.write(async |tx| directory::set_team_leader(tx, team, leader).await))
+    }
+
+    fn delete_team(&self, team: &TeamId) -> StoreResult<bool> {
+        self.run(self.write(async |tx| directory::delete_team(tx, team).await))
+    }
+
+    fn ensure_workspace(&self, workspace: &WorkspaceId, at: Timestamp) -> StoreResult<()> {
+        self.run(self.write(async |tx| records::ensure_workspace(tx, workspace, &at).await))
+    }
+
+    fn put_grant(&self, grant: &Grant) -> StoreResult<()> {
+        self.run(self.write(async |tx| directory::put_grant(tx, grant).await))
+    }
+
+    fn delete_grant(&self, workspace: &WorkspaceId, member: &Member) -> StoreResult<bool> {
+        self.run(self.write(async |tx| directory::delete_grant(tx, workspace, member).await))
+    }
+
+    fn grants(&self, workspace: Option<&WorkspaceId>) -> StoreResult<Vec<Grant>> {
+        self.run(self.read(async |tx| directory::grants(tx, workspace).await))
+    }
+
+    fn grants_for(&self, members: &[Member]) -> StoreResult<Vec<Grant>> {
+        if members.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.run(self.read(async |tx| directory::grants_for(tx, members).await))
+    }
+
+    fn limits(&self, workspace: &WorkspaceId) -> StoreResult<Option<Limits>> {
+        self.run(self.read(async |tx| directory::limits(tx, workspace).await))
+    }
+
+    fn set_limits(&self, workspace: &WorkspaceId, limits: &Limits) -> StoreResult<()> {
+        self.run(self.write(async |tx| directory::set_limits(tx, workspace, limits).await))
+    }
+
+    fn usage(&self, workspace: &WorkspaceId) -> StoreResult<Usage> {
+        self.run(self.read(async |tx| directory::usage(tx, workspace).await))
+    }
+
+    fn append_audit(&self, entry: &AuditEntry) -> StoreResult<i64> {
+        self.run(self.write(async |tx| directory::append_audit(tx, entry).await))
+    }
+
+    fn audit(&self, filter: &AuditFilter) -> StoreResult<Vec<AuditEntry>> {
+        self.run(self.read(async |tx| directory::audit(tx, filter).await))
     }
 }
 

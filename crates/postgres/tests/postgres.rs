@@ -14,7 +14,7 @@ use mempalace_core::{Embedding, WorkspaceId};
 use mempalace_postgres::testing::{self, TestSchema};
 use mempalace_postgres::{PgOptions, PgStore};
 use mempalace_store::conformance::drawer;
-use mempalace_store::{DrawerFilter, Store, StoreError, StoreRead, StoreWrite};
+use mempalace_store::{Directory, DrawerFilter, Store, StoreError, StoreRead, StoreWrite};
 
 fn server() -> Option<String> {
     testing::server()
@@ -123,4 +123,37 @@ fn unreachable_servers_and_newer_schemas_are_refused_clearly() {
     schema.execute(&format!("INSERT INTO {}.schema_migrations VALUES (99, now())", schema.name));
     let error = PgStore::open(&schema.url, PgOptions::default()).unwrap_err();
     assert!(matches!(error, StoreError::SchemaTooNew { found: 99, .. }), "{error}");
+}
+
+#[test]
+fn workspace_bytes_are_backfilled_by_the_migration_and_rebuilt_by_doctor() {
+    let Some(admin) = server() else { return };
+    let schema = TestSchema::new(&admin);
+    let ws = WorkspaceId::default_workspace();
+    let store = schema.open();
+    store.put_drawers(&[drawer(&ws, "w", "r", "héllo"), drawer(&ws, "w", "r2", "twelve bytes")]).unwrap();
+    assert_eq!(store.usage(&ws).unwrap().bytes, 6 + 12);
+    drop(store);
+
+    // A palace of schema version 5 with drawers: migration 6 counts their bytes.
+    let name = &schema.name;
+    schema.execute(&format!(
+        "SET search_path = {name}; \
+         DROP TABLE workspace_bytes, audit_log, workspace_limits, workspace_grants, team_members, teams, tokens, \
+             principals; \
+         DROP FUNCTION mempalace_drawers_bytes() CASCADE; DROP FUNCTION mempalace_count_bytes(text, bigint); \
+         DELETE FROM schema_migrations WHERE version = 6"
+    ));
+    let store = schema.open();
+    assert_eq!(store.info().unwrap().schema_version, mempalace_postgres::SCHEMA_VERSION);
+    assert_eq!(store.usage(&ws).unwrap().bytes, 18);
+    assert!(store.verify().unwrap().iter().all(|c| c.ok), "{:?}", store.verify());
+
+    // A wrong count is reported and recomputed from the drawers.
+    schema.execute(&format!("UPDATE {name}.workspace_bytes SET bytes = 1"));
+    let checks = store.verify().unwrap();
+    let bytes = checks.iter().find(|c| c.name == "workspace_bytes").unwrap();
+    assert!(!bytes.ok && bytes.derived, "{bytes:?}");
+    assert!(store.rebuild_derived().unwrap().iter().all(|c| c.ok));
+    assert_eq!(store.usage(&ws).unwrap().bytes, 18);
 }
