@@ -216,6 +216,19 @@ impl Palace {
     /// hits get the per-user boost, as the user's own drawers do, and the
     /// two lists are merged by score, personal first among equals.
     pub fn search(&self, request: &SearchRequest) -> EngineResult<SearchOutcome> {
+        // A handle acting for a principal searches as that principal: their
+        // private drawers and the shared ones (the guard holds the store's
+        // filters to the same viewer).
+        let scoped;
+        let request = match self.principal_id() {
+            Some(me) if request.filter.viewer.as_deref() != Some(me) => {
+                let mut own = request.clone();
+                own.filter.viewer = Some(me.to_string());
+                scoped = own;
+                &scoped
+            }
+            _ => request,
+        };
         let mut outcome = self.search_here(request)?;
         let Some(personal) = self.personal() else { return Ok(outcome) };
         let mine = personal.search_here(request)?;

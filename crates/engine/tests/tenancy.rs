@@ -21,7 +21,7 @@ use mempalace_core::time::{DayEdge, parse_timestamp};
 use mempalace_core::{Content, DrawerId, DrawerStatus, Identity, Room, Wing, WorkspaceId};
 use mempalace_engine::tenancy::Tenancy;
 use mempalace_engine::{EngineError, IngestRequest, Palace, SearchRequest};
-use mempalace_store::{Directory, DrawerFilter, EventFilter, StoreError, StoreRead, StoreResult, StoreWrite};
+use mempalace_store::{DrawerFilter, EventFilter, StoreError, StoreResult};
 
 fn ws(id: &str) -> WorkspaceId {
     WorkspaceId::parse(id).unwrap()
@@ -195,7 +195,7 @@ fn tokens_are_checked_and_single_user_palaces_need_none(backend: Backend) {
     let bob = team.caller("bob");
     denied(t.issue_token(&bob, &pid("alice"), "x", None).map(|_| ()), "bob creating alice's token");
     let alices = t.tokens(&team.caller("alice"), None).unwrap();
-    assert!(alices.iter().all(|r| r.principal.as_str() == "alice") && alices.len() == 4);
+    assert!(alices.iter().all(|r| r.principal.as_str() == "alice") && alices.len() == 3, "{alices:?}");
     denied(t.tokens(&bob, Some(&pid("alice"))), "bob listing alice's tokens");
     denied(t.revoke_token(&bob, &alices[0].id), "bob revoking alice's token");
     denied(t.add_principal(&bob, pid("eve"), PrincipalKind::User, None, true).map(|_| ()), "bob adding an admin");
@@ -231,7 +231,7 @@ fn roles_private_drawers_and_personal_workspaces_hold(backend: Backend) {
 
     // A member reads but cannot write: nothing is written.
     denied(file(&bob, "bob was here", None), "a team member filing");
-    denied(bob.delete_drawer(&shared, mempalace_engine::DeleteMode::Soft), "a member deleting");
+    denied(bob.delete_drawer(&shared, mempalace_engine::DeleteMode::Soft { reason: None }), "a member deleting");
     denied(bob.set_identity(&Identity::parse("I am bob").unwrap()), "a member setting the identity");
     denied(
         bob.kg_add("Orion", "launches_on", "2026-06-01", None, None, None, None, None).map(|_| ()),
@@ -258,7 +258,10 @@ fn roles_private_drawers_and_personal_workspaces_hold(backend: Backend) {
         denied(team.tenancy.scope(&team.caller("bob"), Some(&ws(forged))), forged);
     }
     assert_eq!(before, team.snapshot(), "refused calls wrote nothing");
-    assert!(bot.delete_drawer(&shared, mempalace_engine::DeleteMode::Soft).is_ok(), "a writer deletes a shared drawer");
+    assert!(
+        bot.delete_drawer(&shared, mempalace_engine::DeleteMode::Soft { reason: None }).is_ok(),
+        "a writer deletes a shared drawer"
+    );
     let after = team.snapshot();
     assert_ne!(before, after);
     let status = |id: &DrawerId| team.base.store().drawer(&ws("team-ws"), id).unwrap().unwrap().status;
@@ -342,18 +345,35 @@ fn every_store_path_refuses_a_forged_workspace_and_a_reader_cannot_write(backend
     assert!(listed.contains(&ws("team-ws")) && listed.contains(&ws("personal.alice")), "{listed:?}");
     assert!(!listed.contains(&other), "{listed:?}");
 
-    let tunnel = mempalace_core::tunnel::Tunnel::new(
-        other.clone(),
-        mempalace_core::tunnel::Place::parse("a", None).unwrap(),
-        mempalace_core::tunnel::Place::parse("b", None).unwrap(),
-        "x",
-        now,
-    );
+    let place = |wing: &str| mempalace_core::tunnel::Place {
+        wing: Wing::parse(wing).unwrap(),
+        room: Room::parse("general").unwrap(),
+    };
+    let tunnel = mempalace_core::tunnel::Tunnel {
+        workspace_id: other.clone(),
+        id: mempalace_core::tunnel::Tunnel::make_id(&place("a"), &place("b")),
+        a: place("a"),
+        b: place("b"),
+        label: None,
+        created_by: None,
+        created_at: now,
+    };
     let writes = |store: &Arc<dyn mempalace_store::Store>, target: &WorkspaceId, drawer: &mempalace_core::Drawer| {
         let entity = mempalace_core::kg::Entity { workspace_id: target.clone(), ..entity.clone() };
         let mut edited = drawer.clone();
         edited.content = Content::parse("edited by someone without the right").unwrap();
-        let session = mempalace_core::session::Session::new(target.clone(), "s-forged", now);
+        let session = mempalace_core::session::Session {
+            workspace_id: target.clone(),
+            id: "s-forged".into(),
+            agent: None,
+            user_id: None,
+            context: serde_json::Map::new(),
+            status: mempalace_core::session::SessionStatus::Active,
+            outcome_score: None,
+            session_count: 1,
+            started_at: now,
+            ended_at: None,
+        };
         vec![
             ("put_drawers", store.put_drawers(std::slice::from_ref(drawer)).map(drop)),
             (

@@ -18,6 +18,8 @@ mod memory_files;
 mod migrate;
 mod mine;
 mod schedule;
+// A team palace through every surface.
+mod tenancy;
 // Runs the binary against PostgreSQL: needs a build with the `postgres` feature.
 #[cfg(feature = "postgres")]
 mod store;

@@ -129,8 +129,11 @@ async def stdio_session(args, profile="mempalace", workers=False):
 
 
 @asynccontextmanager
-async def http_session(url, token=None):
-    headers = {"Authorization": f"Bearer {token}"} if token else None
+async def http_session(url, token=None, workspace=None):
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if workspace:
+        headers["Mempalace-Workspace"] = workspace
+    headers = headers or None
     async with create_mcp_http_client(headers=headers) as client:
         async with streamable_http_client(url, http_client=client) as streams:
             read, write = streams[0], streams[1]
@@ -969,6 +972,42 @@ async def unauthorized(url):
         raise AssertionError("a session without the token was accepted")
 
 
+async def tenancy(args):
+    """A team palace over HTTP: each request acts for its token's user in the
+    workspace its header names (docs/tenancy.md)."""
+    tokens = json.loads(args.tokens)
+    url = args.url
+    async with http_session(url, tokens["alice"], "team-ws") as alice:
+        added = await call(alice, "mempalace_add_drawer", {
+            "wing": "launch", "room": "orion", "content": "The Orion launch window opens on June 3 at 14:00 UTC."})
+        check(not added.get("reason"), "it is a new drawer", added)
+        check(added["success"], "the team leader files in the team workspace", added)
+        me = await call(alice, "memory_search", {"query": "Orion launch code", "limit": 3, "user_id": "alice"})
+        check(any("4721" in r["content"] for r in me["results"]), "a user may name herself", me)
+    async with http_session(url, tokens["bob"], "team-ws") as bob:
+        found = await call(bob, "mempalace_search", {"query": "Orion launch code", "limit": 5})
+        check(any("4721" in r["text"] for r in found["results"]), "a team member reads the shared drawer", found)
+        refused = await call_error(bob, "mempalace_add_drawer", {"wing": "launch", "room": "orion", "content": "bob was here"})
+        check("access denied" in json.dumps(refused) and "reader" in json.dumps(refused), "a member cannot write", refused)
+        code, message = await rpc_error(bob, "memory_search", {"query": "Orion", "user_id": "alice"})
+        check(code == -32602 and "not yours" in message, "a token speaks for its own user only", (code, message))
+    async with http_session(url, tokens["bob"], "personal.alice") as forged:
+        refused = await call_error(forged, "mempalace_search", {"query": "Orion"})
+        check("has no role" in json.dumps(refused), "a forged workspace header is refused", refused)
+    async with http_session(url, tokens["mallory"], "team-ws") as mallory:
+        refused = await call_error(mallory, "mempalace_status", {})
+        check("has no role in workspace team-ws" in json.dumps(refused), "the wrong user is refused", refused)
+    for name in ("revoked", "garbage"):
+        status, _ = raw_post(url, {"Authorization": f"Bearer {tokens.get(name, 'mpt_nope')}"})
+        check(status == 401, f"a {name} token gets 401", status)
+    status, _ = raw_post(url, {"Authorization": f"Bearer {tokens['bob']}", "Mempalace-Workspace": "no such id!"})
+    check(status == 400, "a malformed workspace header gets 400", status)
+    # A loopback request without a token is the palace's local operator.
+    async with http_session(url, None, "team-ws") as local:
+        found = await call(local, "mempalace_search", {"query": "Orion launch code", "limit": 5})
+        check(any("4721" in r["text"] for r in found["results"]), "the local operator reads", found)
+
+
 def guards(url):
     status, _ = raw_post(url, {})
     check(status == 200, "a plain local request is served", status)
@@ -989,6 +1028,7 @@ async def main():
     parser.add_argument("--token")
     parser.add_argument("--fixtures")
     parser.add_argument("--reference-python")
+    parser.add_argument("--tokens")
     args = parser.parse_args()
     if args.scenario == "stdio":
         async with stdio_session(args) as session:
@@ -1004,6 +1044,8 @@ async def main():
         await unauthorized(args.url)
     elif args.scenario == "http-guards":
         guards(args.url)
+    elif args.scenario == "tenancy":
+        await tenancy(args)
     elif args.scenario == "schema-diff":
         await schema_diff(args)
     elif args.scenario == "operations":
