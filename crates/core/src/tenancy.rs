@@ -716,7 +716,7 @@ mod tests {
         // A direct grant and a team membership: the higher wins.
         let mut more = grants.clone();
         more.push(grant(Member::Principal(id("bob")), Role::Owner));
-        assert_eq!(effective_role(&id("bob"), PrincipalKind::User, &ws, &more, &[team.clone()]), Some(Role::Owner));
+        assert_eq!(effective_role(&id("bob"), PrincipalKind::User, &ws, &more, std::slice::from_ref(&team)), Some(Role::Owner));
         // Grants of another workspace do not count.
         let other = WorkspaceId::parse("other").unwrap();
         assert_eq!(effective_role(&id("lead"), PrincipalKind::User, &other, &grants, &[team]), None);
@@ -777,7 +777,7 @@ mod tests {
     #[test]
     fn the_rate_window_admits_per_minute_and_resets() {
         let mut window = RateWindow::default();
-        let start = 1_800_000_000 - 1_800_000_000 % 60;
+        let start = 1_800_000_000; // a whole minute (divisible by 60)
         assert!(window.admit(start, 2).is_ok());
         assert!(window.admit(start + 10, 2).is_ok());
         assert_eq!(window.admit(start + 15, 2), Err(45));

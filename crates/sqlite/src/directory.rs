@@ -25,7 +25,9 @@ fn invalid(what: &str, error: impl std::fmt::Display) -> StoreError {
 
 const PRINCIPAL_COLUMNS: &str = "id, kind, display_name, admin, created_at, disabled_at";
 
-fn principal_row(row: &Row<'_>) -> rusqlite::Result<(String, String, Option<String>, bool, String, Option<String>)> {
+type PrincipalRow = (String, String, Option<String>, bool, String, Option<String>);
+
+fn principal_row(row: &Row<'_>) -> rusqlite::Result<PrincipalRow> {
     Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
 }
 

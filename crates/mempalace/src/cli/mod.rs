@@ -504,7 +504,7 @@ fn open_postgres(url: &str) -> Result<Arc<dyn mempalace_store::Store>> {
 /// call it).
 fn open_palace(settings: &Settings, access: Access) -> Result<Palace> {
     let palace = open_unscoped(settings, access)?;
-    Ok(scope(settings, palace)?)
+    scope(settings, palace)
 }
 
 /// The palace without any caller's scope: the local operator's handle on a

@@ -251,9 +251,12 @@ pub fn status(palace: &Palace, args: StatusArgs) -> Result<()> {
     Ok(output::text(text)?)
 }
 
+/// One limit: its name, what is used (none for a rate) and the limit.
+type LimitRow = (&'static str, Option<u64>, Option<u64>);
+
 /// The workspace's stored limits with what it uses (docs/tenancy.md), or
 /// `None` when no limits are stored for it.
-fn workspace_limits(palace: &Palace) -> Result<Option<Vec<(&'static str, Option<u64>, Option<u64>)>>> {
+fn workspace_limits(palace: &Palace) -> Result<Option<Vec<LimitRow>>> {
     let Some(limits) = palace.store().limits(palace.workspace())? else { return Ok(None) };
     let usage = palace.store().usage(palace.workspace())?;
     let used = [Some(usage.drawers), Some(usage.entities), Some(usage.triples), None, Some(usage.bytes)];
