@@ -716,7 +716,10 @@ mod tests {
         // A direct grant and a team membership: the higher wins.
         let mut more = grants.clone();
         more.push(grant(Member::Principal(id("bob")), Role::Owner));
-        assert_eq!(effective_role(&id("bob"), PrincipalKind::User, &ws, &more, std::slice::from_ref(&team)), Some(Role::Owner));
+        assert_eq!(
+            effective_role(&id("bob"), PrincipalKind::User, &ws, &more, std::slice::from_ref(&team)),
+            Some(Role::Owner)
+        );
         // Grants of another workspace do not count.
         let other = WorkspaceId::parse("other").unwrap();
         assert_eq!(effective_role(&id("lead"), PrincipalKind::User, &other, &grants, &[team]), None);
