@@ -153,19 +153,23 @@ pub fn run(settings: &Settings, args: McpArgs) -> Result<()> {
 
 /// `serve --mcp-http ADDR`.
 pub fn serve(settings: &Settings, args: ServeArgs) -> Result<()> {
-    let options = HttpOptions {
+    let mut options = HttpOptions {
         addr: args.mcp_http,
         token: settings.mcp_http_token.clone(),
         allowed_hosts: args.allowed_hosts,
         allowed_origins: args.allowed_origins,
         user_tokens: false,
     };
-    let server = server(settings, &args.tools)?;
-    let options = HttpOptions {
-        user_tokens: server.backend().tenancy().map(|t| t.is_shared()).transpose()?.unwrap_or(false),
-        ..options
-    };
+    // Off loopback without the admin token, only an existing team palace
+    // may serve (its users' tokens): decided before anything is created.
+    if options.check().is_err() {
+        options.user_tokens = match open_unscoped(settings, Access::Read) {
+            Ok(palace) => mempalace_engine::tenancy::Tenancy::new(palace).is_shared()?,
+            Err(_) => false,
+        };
+    }
     options.check().map_err(|e| super::UserError(e.to_string()))?;
+    let server = server(settings, &args.tools)?;
     if !args.no_workers {
         spawn_workers(server.backend().palace().clone())?;
     }

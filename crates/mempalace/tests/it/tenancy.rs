@@ -201,6 +201,34 @@ fn team_palace_through_every_surface(store: Store) {
         text(&output.stdout),
         text(&output.stderr)
     );
+    // Off loopback a team palace serves without the admin token: its
+    // users' tokens are required instead.
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = sandbox
+        .cmd(&["serve", "--mcp-http", &format!("0.0.0.0:{port}"), "--no-workers"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the server off loopback");
+    let _open = Server(child);
+    let address: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_err() {
+        assert!(Instant::now() < deadline, "the team server did not listen off loopback");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let get = |token: Option<&str>| {
+        use std::io::{Read, Write};
+        let mut stream = TcpStream::connect(address).unwrap();
+        let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+        write!(stream, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Connection: close\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer.lines().next().unwrap_or_default().to_string()
+    };
+    assert!(get(None).contains(" 401 "), "no token off loopback: {}", get(None));
+    assert!(get(Some(&bob)).contains(" 200 "), "a user's token: {}", get(Some(&bob)));
+
     // Nothing bob or mallory tried was written; alice's call was audited.
     let log = sandbox.ok(&["workspace", "log", "team-ws", "--json"]);
     assert!(log.lines().all(|l| !l.contains("\"actor\":\"bob\"") && !l.contains("\"actor\":\"mallory\"")), "{log}");
