@@ -38,4 +38,4 @@ pub use ingest::{ChunkOutcome, IngestReport, IngestRequest};
 pub use palace::{
     AddOutcome, DeleteMode, DoctorReport, EmbedderCell, EmbedderLoader, ExportError, NewDrawer, Palace, PalaceStatus,
 };
-pub use search::{Fusion, SearchHit, SearchMode, SearchOutcome, SearchRequest};
+pub use search::{Fusion, ScoreParts, SearchHit, SearchMode, SearchOutcome, SearchRequest};

@@ -684,6 +684,15 @@ pub enum ExportError<E> {
     Sink(E),
 }
 
+impl<E: std::fmt::Display> std::fmt::Display for ExportError<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Engine(error) => write!(f, "reading the palace failed: {error}"),
+            Self::Sink(error) => write!(f, "writing the export failed: {error}"),
+        }
+    }
+}
+
 impl<E> From<EngineError> for ExportError<E> {
     fn from(error: EngineError) -> Self {
         Self::Engine(error)

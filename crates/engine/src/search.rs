@@ -132,6 +132,34 @@ pub struct SearchHit {
     pub bm25: Option<f64>,
     /// Distance to the spatial target, when sorting spatially.
     pub distance: Option<f64>,
+    /// Why this score: each signal and each multiplier.
+    pub parts: ScoreParts,
+}
+
+/// The pieces of a hit's score, as the REST API and the web UI show them
+/// ("why this result").
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScoreParts {
+    /// The fusion that combined them.
+    pub fusion: Fusion,
+    /// Lexical evidence `1 − exp(−BM25 / 18)` (0 without a lexical match).
+    pub lexical: f64,
+    /// The knowledge-graph score before its weight (0–1).
+    pub graph: f64,
+    /// The graph score's share of the evidence ([`GRAPH_WEIGHT`] × graph).
+    pub graph_weighted: f64,
+    /// Seed 0's recency factor (seed-0 fusion only).
+    pub recency: Option<f64>,
+    /// The rank-fusion score (RRF only).
+    pub rrf: Option<f64>,
+    /// Score before the multipliers.
+    pub base: f64,
+    /// × 1.5 for a real-world (robot) memory.
+    pub real_world: Option<f64>,
+    /// × 1.2 for the searching user's own drawer or personal workspace.
+    pub owner_boost: Option<f64>,
+    /// A re-ranker's score, when one re-ranked the candidates (none yet).
+    pub rerank: Option<f64>,
 }
 
 /// What a search returned.
@@ -241,6 +269,7 @@ impl Palace {
             .into_iter()
             .map(|mut hit| {
                 hit.score *= OWNER_BOOST;
+                hit.parts.owner_boost = Some(hit.parts.owner_boost.unwrap_or(1.0) * OWNER_BOOST);
                 (true, hit)
             })
             .chain(outcome.hits.into_iter().map(|hit| (false, hit)))
@@ -323,8 +352,19 @@ impl Palace {
             };
             let lexical_score = bm25.get(id).map_or(0.0, |s| lexical_evidence(*s));
             let graph_score = graph.get(id).copied().unwrap_or(0.0);
+            let mut parts = ScoreParts {
+                fusion: request.fusion,
+                lexical: lexical_score,
+                graph: graph_score,
+                graph_weighted: GRAPH_WEIGHT * graph_score,
+                ..ScoreParts::default()
+            };
             let mut score = match request.fusion {
-                Fusion::Rrf => rrf_score.get(id).copied().unwrap_or(0.0),
+                Fusion::Rrf => {
+                    let score = rrf_score.get(id).copied().unwrap_or(0.0);
+                    parts.rrf = Some(score);
+                    score
+                }
                 Fusion::Weighted => {
                     let cosine = f64::from(similarity.unwrap_or(0.0));
                     combine_evidence(&[cosine, lexical_score, GRAPH_WEIGHT * graph_score])
@@ -334,16 +374,27 @@ impl Palace {
                     let last = drawer.last_accessed_at.unwrap_or(drawer.filed_at);
                     let days = (now - last).num_seconds() as f64 / 86_400.0;
                     let same_agent = request.agent.is_some() && request.agent == drawer.added_by_agent;
+                    parts.recency = Some(recency_factor(days));
                     seed0_score(drawer.importance.get(), recency_factor(days), similarity, graph_score, same_agent)
                 }
             };
+            parts.base = score;
             if is_real_world(drawer) {
                 score *= REAL_WORLD_WEIGHT;
+                parts.real_world = Some(REAL_WORLD_WEIGHT);
             }
             if owned_by_viewer(drawer, &request.filter) {
                 score *= OWNER_BOOST;
+                parts.owner_boost = Some(OWNER_BOOST);
             }
-            hits.push(SearchHit { drawer: drawer.clone(), score, similarity, bm25: bm25.get(id).copied(), distance });
+            hits.push(SearchHit {
+                drawer: drawer.clone(),
+                score,
+                similarity,
+                bm25: bm25.get(id).copied(),
+                distance,
+                parts,
+            });
         }
         if request.filter.viewer.is_some() {
             user_copies_win(&mut hits, &request.filter);

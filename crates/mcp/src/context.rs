@@ -68,6 +68,7 @@ pub struct Backend {
     pool: Option<Arc<Pool>>,
     memory_root: Option<std::path::PathBuf>,
     tenancy: Option<Arc<Tenancy>>,
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// The ingestion pool of a server and its sizing.
@@ -108,7 +109,16 @@ impl Backend {
             }
             None => (palace, Arc::new(EmbedderCell::ready(None))),
         };
-        Self { palace, cell, location, host: None, pool: None, memory_root: None, tenancy: None }
+        Self {
+            palace,
+            cell,
+            location,
+            host: None,
+            pool: None,
+            memory_root: None,
+            tenancy: None,
+            metrics: Arc::default(),
+        }
     }
 
     /// Starts the bounded ingestion pool that background writes go
@@ -199,6 +209,11 @@ impl Backend {
         let palace = tenancy.scope(caller, workspace)?;
         let pool = if palace.caller().is_some() { None } else { self.pool.clone() };
         Ok(Self { palace, pool, ..self.clone() })
+    }
+
+    /// The server's request and tool counters.
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.metrics
     }
 
     /// The palace (its embedder loads on first use).

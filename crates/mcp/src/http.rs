@@ -88,36 +88,86 @@ impl HttpOptions {
     }
 }
 
-/// The axum router serving MCP at `/mcp` (for embedding in a larger app).
-pub fn router(server: McpServer, options: &HttpOptions) -> Result<Router, HttpError> {
-    options.check()?;
-    let loopback = options.addr.ip().is_loopback();
-    let gate = Arc::new(Gate { admin: options.token.clone(), tenancy: server.backend().tenancy().cloned(), loopback });
+/// The `Host` names the server answers to: loopback names, and off
+/// loopback the bind address and each `--allowed-host`.
+pub fn allowed_hosts(options: &HttpOptions) -> Vec<String> {
     let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into(), "[::1]".into()];
-    if !loopback {
+    if !options.addr.ip().is_loopback() {
         hosts.extend(options.allowed_hosts.iter().cloned());
         hosts.push(options.addr.ip().to_string());
     }
-    let mut config = StreamableHttpServerConfig::default().with_allowed_hosts(hosts);
+    hosts
+}
+
+/// The axum router serving MCP at `/mcp` (for embedding in a larger app).
+pub fn router(server: McpServer, options: &HttpOptions) -> Result<Router, HttpError> {
+    router_with(server, options, Router::new())
+}
+
+/// MCP at `/mcp` and `/metrics`, plus `extra` routes (the REST API and the
+/// web UI), all behind one authorising layer: every request but the UI's
+/// static files gets its caller, and is counted and logged.
+pub fn router_with(server: McpServer, options: &HttpOptions, extra: Router) -> Result<Router, HttpError> {
+    options.check()?;
+    let loopback = options.addr.ip().is_loopback();
+    let gate = Arc::new(Gate { admin: options.token.clone(), tenancy: server.backend().tenancy().cloned(), loopback });
+    let mut config = StreamableHttpServerConfig::default().with_allowed_hosts(allowed_hosts(options));
     config = if options.allowed_origins.is_empty() {
         config.enforce_origin_validation()
     } else {
         config.with_allowed_origins(options.allowed_origins.clone())
     };
     let backend = server.backend().clone();
+    let counted = server.backend().clone();
     let service =
         StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
     Ok(Router::new()
-        .route("/metrics", axum::routing::get(move || std::future::ready(metrics(&backend))))
+        .route("/metrics", axum::routing::get(move || metrics(backend.clone())))
         .nest_service("/mcp", service)
+        .merge(extra)
         .layer(middleware::from_fn(session_closed))
-        .layer(middleware::from_fn_with_state(gate, authorize)))
+        .layer(middleware::from_fn_with_state(gate, authorize))
+        .layer(middleware::from_fn_with_state(counted, count_request)))
+}
+
+/// Counts and logs every request (route pattern, method, status, latency,
+/// caller; never tokens, bodies or query strings).
+async fn count_request(State(backend): State<crate::Backend>, request: Request, next: Next) -> Response {
+    let started = std::time::Instant::now();
+    let method = request.method().as_str().to_string();
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+    let response = next.run(request).await;
+    let elapsed = started.elapsed();
+    let status = response.status().as_u16();
+    let actor = response.extensions().get::<crate::server::RequestScope>().map(|s| s.caller.actor().to_string());
+    backend.metrics().record_request(&route, &method, status, elapsed);
+    tracing::info!(
+        target: "mempalace::http",
+        %method,
+        %route,
+        status,
+        elapsed_ms = elapsed.as_secs_f64() * 1000.0,
+        actor = actor.as_deref().unwrap_or("-"),
+        "request"
+    );
+    response
+}
+
+/// Paths served to anyone: the web UI's static files (they hold no data;
+/// the UI asks for a token before calling the API off loopback).
+fn is_public(path: &str) -> bool {
+    path == "/" || path == "/favicon.ico" || path.starts_with("/ui/")
 }
 
 /// `/metrics`: the server's counters in Prometheus's text format — the
 /// ingestion queue (depth, pending work, what was turned away) and whether
 /// the embedding model has loaded.
-fn metrics(backend: &crate::Backend) -> Response {
+async fn metrics(backend: crate::Backend) -> Response {
+    let store_side = backend.clone();
+    let store_text = tokio::task::spawn_blocking(move || store_metrics(&store_side)).await.unwrap_or_default();
     let mut text = String::new();
     let mut metric = |name: &str, kind: &str, help: &str, value: u64| {
         text.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"));
@@ -163,7 +213,53 @@ fn metrics(backend: &crate::Backend) -> Response {
              # TYPE mempalace_llm_cost_usd_total counter\nmempalace_llm_cost_usd_total {spent}\n"
         ));
     }
+    text.push_str(&store_text);
+    backend.metrics().render(&mut text);
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}
+
+/// The store's size and the server workspace's drawers per cold-path state
+/// and status, and each periodic job's last run.
+fn store_metrics(backend: &crate::Backend) -> String {
+    let palace = backend.palace();
+    let mut text = String::new();
+    match palace.store().info() {
+        Ok(info) => {
+            if let Some(size) = info.size_bytes {
+                text.push_str(&format!(
+                    "# HELP mempalace_store_size_bytes Bytes the palace takes on disk.\n\
+                     # TYPE mempalace_store_size_bytes gauge\nmempalace_store_size_bytes {size}\n"
+                ));
+            }
+        }
+        Err(error) => tracing::warn!(%error, "metrics: reading the store's size failed"),
+    }
+    match palace.pipeline_counts() {
+        Ok(counts) => {
+            text.push_str("# HELP mempalace_drawers Drawers of the server's workspace by cold-path state.\n# TYPE mempalace_drawers gauge\n");
+            for (state, n) in &counts.by_state {
+                text.push_str(&format!("mempalace_drawers{{state=\"{}\"}} {n}\n", state.as_str()));
+            }
+            text.push_str("# HELP mempalace_drawers_by_status Drawers of the server's workspace by status.\n# TYPE mempalace_drawers_by_status gauge\n");
+            for (status, n) in &counts.by_status {
+                text.push_str(&format!("mempalace_drawers_by_status{{status=\"{}\"}} {n}\n", status.as_str()));
+            }
+            text.push_str(&format!(
+                "# HELP mempalace_cold_path_claimed Raw drawers under a live claim.\n# TYPE mempalace_cold_path_claimed gauge\nmempalace_cold_path_claimed {}\n",
+                counts.claimed
+            ));
+            text.push_str("# HELP mempalace_job_last_run_timestamp_seconds When each periodic job last started.\n# TYPE mempalace_job_last_run_timestamp_seconds gauge\n");
+            for run in &counts.last_runs {
+                text.push_str(&format!(
+                    "mempalace_job_last_run_timestamp_seconds{{job=\"{}\"}} {}\n",
+                    run.job,
+                    run.started_at.timestamp()
+                ));
+            }
+        }
+        Err(error) => tracing::warn!(%error, "metrics: reading the cold path's counts failed"),
+    }
+    text
 }
 
 /// A closed session (HTTP `DELETE`) is answered `204 No Content`: the SDK
@@ -205,6 +301,9 @@ fn refuse(status: StatusCode, message: String) -> Response {
 /// caller and the workspace asked for travel with the request to the tool
 /// call, where the engine's guard enforces them. Tokens never reach logs.
 async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
+    if is_public(request.uri().path()) {
+        return next.run(request).await;
+    }
     let given = request
         .headers()
         .get(header::AUTHORIZATION)
@@ -254,8 +353,12 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
             );
         }
     };
-    request.extensions_mut().insert(crate::server::RequestScope { caller, workspace });
-    next.run(request).await
+    let scope = crate::server::RequestScope { caller, workspace };
+    request.extensions_mut().insert(scope.clone());
+    let mut response = next.run(request).await;
+    // For the request log: who asked (the layer outside this one reads it).
+    response.extensions_mut().insert(scope);
+    response
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -268,11 +371,21 @@ pub async fn serve(
     options: HttpOptions,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), HttpError> {
-    let app = router(server, &options)?;
+    serve_with(server, options, Router::new(), shutdown).await
+}
+
+/// Serves MCP and `extra` (see [`router_with`]) until `shutdown` resolves.
+pub async fn serve_with(
+    server: McpServer,
+    options: HttpOptions,
+    extra: Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), HttpError> {
+    let app = router_with(server, &options, extra)?;
     let listener = tokio::net::TcpListener::bind(options.addr)
         .await
         .map_err(|source| HttpError::Bind { addr: options.addr, source })?;
     let local = listener.local_addr().map_err(HttpError::Serve)?;
-    tracing::info!(addr = %local, "MCP streamable HTTP listening at /mcp");
+    tracing::info!(addr = %local, "listening: MCP at /mcp, the REST API at /api/v1, the web UI at /");
     axum::serve(listener, app).with_graceful_shutdown(shutdown).await.map_err(HttpError::Serve)
 }

@@ -14,6 +14,7 @@
 
 pub mod context;
 pub mod http;
+pub mod metrics;
 pub mod registry;
 pub mod server;
 pub mod shapes;

@@ -126,12 +126,20 @@ impl McpServer {
             None => (self.caller.clone(), None),
         };
         let started = std::time::Instant::now();
+        let metrics = self.backend.clone();
         let outcome = tokio::task::spawn_blocking(move || {
             let backend = backend.scoped(&caller, workspace.as_ref())?;
             let arguments = own_user_id(&spec, &backend, arguments)?;
             spec.call(&backend, arguments)
         })
         .await;
+        let kind = match &outcome {
+            Ok(Ok(_)) => "ok",
+            Ok(Err(ToolError::Failed(_))) => "error",
+            Ok(Err(ToolError::InvalidParams(_))) => "invalid",
+            Ok(Err(ToolError::Internal(_))) | Err(_) => "internal",
+        };
+        metrics.metrics().record_tool(name, kind, started.elapsed());
         let elapsed_ms = started.elapsed().as_millis() as u64;
         match outcome {
             Ok(Ok(value)) => {

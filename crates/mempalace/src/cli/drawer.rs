@@ -8,8 +8,8 @@ use mempalace_core::{Content, DrawerId, Hall, Importance, MemoryType, Room, Wing
 use mempalace_engine::{ChunkOutcome, DeleteMode, IngestRequest, Palace};
 
 use super::UserError;
-use super::wire;
 use crate::output;
+use mempalace_web::wire;
 
 /// Arguments of `add`.
 #[derive(Debug, Args)]

@@ -151,7 +151,8 @@ pub fn run(settings: &Settings, args: McpArgs) -> Result<()> {
     }
 }
 
-/// `serve --mcp-http ADDR`.
+/// `serve --mcp-http ADDR`: MCP at `/mcp`, the REST API at `/api/v1`, the
+/// web UI at `/` and `/metrics`, on one port.
 pub fn serve(settings: &Settings, args: ServeArgs) -> Result<()> {
     let mut options = HttpOptions {
         addr: args.mcp_http,
@@ -182,7 +183,12 @@ pub fn serve(settings: &Settings, args: ServeArgs) -> Result<()> {
             }
             tracing::info!("shutting down");
         };
-        let served = mempalace_mcp::http::serve(server.clone(), options, shutdown).await;
+        let policy = mempalace_web::BrowserPolicy {
+            hosts: mempalace_mcp::http::allowed_hosts(&options),
+            origins: options.allowed_origins.clone(),
+        };
+        let web = mempalace_web::router(server.backend().clone(), policy);
+        let served = mempalace_mcp::http::serve_with(server.clone(), options, web, shutdown).await;
         // Stopped: file what was queued before exiting.
         let draining = server.clone();
         tokio::task::spawn_blocking(move || draining.shutdown()).await.context("filing the queued writes")?;

@@ -43,7 +43,7 @@ mod transfer;
 mod update;
 mod values;
 mod wings;
-mod wire;
+
 mod work;
 
 use std::collections::BTreeMap;

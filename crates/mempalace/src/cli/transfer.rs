@@ -17,10 +17,10 @@ use clap::Args;
 use mempalace_engine::{ExportError, Palace};
 use mempalace_store::{PalaceRecord, RecordCounts};
 
-use super::wire::{self, HeaderLine, Line};
 use super::{Access, UserError, open_palace};
 use crate::output;
 use crate::settings::Settings;
+use mempalace_web::wire::{self, HeaderLine, Line};
 
 /// Records per import transaction.
 const IMPORT_BATCH: usize = 1_000;
