@@ -288,6 +288,7 @@ fn record_workspace(record: &PalaceRecord) -> &WorkspaceId {
         PalaceRecord::Centroid(c) => &c.workspace_id,
         PalaceRecord::Artifact(a) => &a.workspace_id,
         PalaceRecord::Event(e) => &e.workspace_id,
+        PalaceRecord::EntityAlias(a) => &a.alias.alias.workspace_id,
     }
 }
 
@@ -560,6 +561,11 @@ impl StoreRead for GuardedStore {
     fn entity_aliases(&self, workspace: &WorkspaceId) -> StoreResult<Vec<EntityAlias>> {
         self.read(workspace)?;
         self.inner.entity_aliases(workspace)
+    }
+
+    fn alias_records(&self, workspace: &WorkspaceId) -> StoreResult<Vec<mempalace_store::AliasRecord>> {
+        self.read(workspace)?;
+        self.inner.alias_records(workspace)
     }
 
     fn resolve_entities(&self, workspace: &WorkspaceId, ids: &[String]) -> StoreResult<HashMap<String, String>> {

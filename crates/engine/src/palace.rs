@@ -582,6 +582,11 @@ impl Palace {
             for triple in store.triples(&workspace).map_err(EngineError::from)? {
                 emit(PalaceRecord::Triple(triple))?;
             }
+            // After the entities and facts they name, before the drawers
+            // whose mentions they resolve.
+            for alias in store.alias_records(&workspace).map_err(EngineError::from)? {
+                emit(PalaceRecord::EntityAlias(Box::new(alias)))?;
+            }
             for session in store.sessions(&workspace).map_err(EngineError::from)? {
                 emit(PalaceRecord::Session(session))?;
             }

@@ -13,7 +13,9 @@ use std::collections::{BTreeSet, HashMap};
 use deadpool_postgres::Transaction;
 use mempalace_core::kg::{Entity, EntityAlias};
 use mempalace_core::{Embedding, Timestamp, WorkspaceId};
-use mempalace_store::{EntityUsage, MergeOutcome, StoreResult, Unmerged};
+use mempalace_store::{
+    AliasMove, AliasMoveKind, AliasRecord, EntityUsage, MergeOutcome, StoreError, StoreResult, Unmerged,
+};
 use serde_json::Value;
 
 use crate::error::Context;
@@ -304,4 +306,93 @@ pub(crate) async fn unmerge_entity(
         triples: restored.len() as u64,
         mentions: u64::try_from(mentions).unwrap_or(0),
     }))
+}
+
+/// The workspace's aliases with what each merge moved (the export's
+/// `entity_alias` lines).
+pub(crate) async fn alias_records(tx: &Transaction<'_>, workspace: &WorkspaceId) -> StoreResult<Vec<AliasRecord>> {
+    let rows = tx
+        .query(
+            "SELECT alias_id, kind, ref_id FROM entity_alias_moves WHERE workspace_id = $1 \
+             ORDER BY alias_id, kind, ref_id",
+            &[&workspace.as_str()],
+        )
+        .await
+        .ctx("reading what merges moved")?;
+    let mut by_alias: HashMap<String, Vec<AliasMove>> = HashMap::new();
+    for row in rows {
+        let (alias, kind, ref_id): (String, String, String) = (row.get(0), row.get(1), row.get(2));
+        let kind = AliasMoveKind::parse(&kind)
+            .ok_or_else(|| StoreError::invalid(format!("entity alias {alias}: a moved record of kind {kind:?}")))?;
+        by_alias.entry(alias).or_default().push(AliasMove { kind, ref_id });
+    }
+    Ok(entity_aliases(tx, workspace)
+        .await?
+        .into_iter()
+        .map(|alias| {
+            let moves = by_alias.remove(&alias.alias.id).unwrap_or_default();
+            AliasRecord { alias, moves }
+        })
+        .collect())
+}
+
+/// Imports an alias as exported (the SQLite store's rule): its row and its
+/// moves unless the alias is known (as an alias or a live entity); refused
+/// when its canonical entity is missing.
+pub(crate) async fn import_alias(tx: &Transaction<'_>, record: &AliasRecord) -> StoreResult<bool> {
+    let alias = &record.alias;
+    let entity_record = &alias.alias;
+    let workspace = &entity_record.workspace_id;
+    let ws = workspace.as_str();
+    let c = "importing an entity alias";
+    lock_merges(tx, workspace).await?;
+    let known: bool = tx
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM entity_aliases WHERE workspace_id = $1 AND alias_id = $2) \
+                 OR EXISTS (SELECT 1 FROM entities WHERE workspace_id = $1 AND id = $2)",
+            &[&ws, &entity_record.id],
+        )
+        .await
+        .ctx(c)?
+        .get(0);
+    if known {
+        return Ok(false);
+    }
+    if entity(tx, workspace, &alias.canonical_id).await?.is_none() {
+        return Err(StoreError::invalid(format!(
+            "entity alias {} names the entity {} it was merged into, which the import has not brought; \
+             import the entity lines before the alias lines",
+            entity_record.id, alias.canonical_id
+        )));
+    }
+    tx.execute(
+        "INSERT INTO entity_aliases (workspace_id, alias_id, canonical_id, name, entity_type, properties, \
+         embedding_model, embedding, created_at, reason, merged_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        &[
+            &ws,
+            &entity_record.id,
+            &alias.canonical_id,
+            &entity_record.name,
+            &entity_record.entity_type,
+            &Value::Object(entity_record.properties.clone()),
+            &entity_record.embedding.as_ref().map(|e| e.model.clone()),
+            &entity_record.embedding.as_ref().map(|e| pgvector::Vector::from(e.vector.clone())),
+            &entity_record.created_at,
+            &alias.reason,
+            &alias.merged_at,
+        ],
+    )
+    .await
+    .ctx(c)?;
+    for moved in &record.moves {
+        tx.execute(
+            "INSERT INTO entity_alias_moves (workspace_id, alias_id, kind, ref_id) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT DO NOTHING",
+            &[&ws, &entity_record.id, &moved.kind.as_str(), &moved.ref_id],
+        )
+        .await
+        .ctx("importing what a merge moved")?;
+    }
+    Ok(true)
 }

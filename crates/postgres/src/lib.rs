@@ -55,9 +55,9 @@ use mempalace_core::{
     Content, ContentHash, Drawer, DrawerId, DrawerStatus, Embedding, Identity, Timestamp, WorkspaceId,
 };
 use mempalace_store::{
-    AppendOutcome, CentroidSamples, Direction, Directory, DrawerFilter, EntityUsage, EventFilter, HallCount,
-    HealthCheck, IdentityRecord, KgStats, MergeOutcome, PalaceRecord, PipelineCounts, PruneCandidate, PutOutcome,
-    RecordCounts, SessionActivity, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy,
+    AliasRecord, AppendOutcome, CentroidSamples, Direction, Directory, DrawerFilter, EntityUsage, EventFilter,
+    HallCount, HealthCheck, IdentityRecord, KgStats, MergeOutcome, PalaceRecord, PipelineCounts, PruneCandidate,
+    PutOutcome, RecordCounts, SessionActivity, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy,
     TripleOutcome, Unmerged, VectorChange,
 };
 
@@ -331,6 +331,10 @@ impl StoreRead for PgStore {
 
     fn entity_usage(&self, workspace: &WorkspaceId) -> StoreResult<Vec<EntityUsage>> {
         self.run(self.read(async |tx| alias::entity_usage(tx, workspace).await))
+    }
+
+    fn alias_records(&self, workspace: &WorkspaceId) -> StoreResult<Vec<AliasRecord>> {
+        self.run(self.read(async |tx| alias::alias_records(tx, workspace).await))
     }
 
     fn room_centroids(&self, workspace: &WorkspaceId) -> StoreResult<Vec<RoomCentroid>> {

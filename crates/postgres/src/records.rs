@@ -455,6 +455,10 @@ pub(crate) async fn import_record(tx: &Transaction<'_>, record: &PalaceRecord) -
         PalaceRecord::Entity(entity) => {
             Ok(counted(crate::kg::add_entities(tx, std::slice::from_ref(entity)).await? as u64))
         }
+        PalaceRecord::EntityAlias(record) => {
+            ensure_workspace(tx, &record.alias.alias.workspace_id, &record.alias.merged_at).await?;
+            Ok(counted(u64::from(crate::alias::import_alias(tx, record).await?)))
+        }
         PalaceRecord::Triple(triple) => {
             ensure_workspace(tx, &triple.workspace_id, &triple.created_at).await?;
             Ok(counted(crate::kg::insert_triple(tx, triple, &triple.id).await?))

@@ -12,7 +12,9 @@ use std::collections::HashMap;
 
 use mempalace_core::kg::{Entity, EntityAlias};
 use mempalace_core::{DrawerId, Timestamp, WorkspaceId};
-use mempalace_store::{EntityUsage, MergeOutcome, StoreError, StoreResult, Unmerged};
+use mempalace_store::{
+    AliasMove, AliasMoveKind, AliasRecord, EntityUsage, MergeOutcome, StoreError, StoreResult, Unmerged,
+};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, Transaction, params, params_from_iter};
 
@@ -291,4 +293,88 @@ pub(crate) fn unmerge_entity(
 fn entity_aliases_one(tx: &Transaction<'_>, workspace: &WorkspaceId, alias: &str) -> StoreResult<Option<EntityAlias>> {
     // A workspace holds few aliases; reading them all keeps one reader of the row shape.
     Ok(entity_aliases(tx, workspace)?.into_iter().find(|a| a.alias.id == alias))
+}
+
+/// The workspace's aliases with what each merge moved (the export's
+/// `entity_alias` lines).
+pub(crate) fn alias_records(conn: &Connection, workspace: &WorkspaceId) -> StoreResult<Vec<AliasRecord>> {
+    let c = "reading what merges moved";
+    let moves: Vec<(String, String, String)> = conn
+        .prepare_cached(
+            "SELECT alias_id, kind, ref_id FROM entity_alias_moves WHERE workspace_id = ?1 ORDER BY alias_id, kind, ref_id",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_map(params![workspace.as_str()], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?.collect()
+        })
+        .ctx(c)?;
+    let mut by_alias: HashMap<String, Vec<AliasMove>> = HashMap::new();
+    for (alias, kind, ref_id) in moves {
+        let kind = AliasMoveKind::parse(&kind)
+            .ok_or_else(|| StoreError::invalid(format!("entity alias {alias}: a moved record of kind {kind:?}")))?;
+        by_alias.entry(alias).or_default().push(AliasMove { kind, ref_id });
+    }
+    Ok(entity_aliases(conn, workspace)?
+        .into_iter()
+        .map(|alias| {
+            let moves = by_alias.remove(&alias.alias.id).unwrap_or_default();
+            AliasRecord { alias, moves }
+        })
+        .collect())
+}
+
+/// Imports an alias as exported: its row and its moves, unless the alias is
+/// already known. An alias whose canonical entity is missing is refused
+/// (the export lists entities first); an alias id that is a live entity
+/// here is left alone (merge it by hand with `entities merge`).
+pub(crate) fn import_alias(tx: &Transaction<'_>, record: &AliasRecord) -> StoreResult<bool> {
+    let alias = &record.alias;
+    let ws = alias.alias.workspace_id.as_str();
+    let known: bool = tx
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM entity_aliases WHERE workspace_id = ?1 AND alias_id = ?2) \
+                 OR EXISTS (SELECT 1 FROM entities WHERE workspace_id = ?1 AND id = ?2)",
+            params![ws, alias.alias.id],
+            |row| row.get(0),
+        )
+        .ctx("importing an entity alias")?;
+    if known {
+        return Ok(false);
+    }
+    if entity(tx, &alias.alias.workspace_id, &alias.canonical_id)?.is_none() {
+        return Err(StoreError::invalid(format!(
+            "entity alias {} names the entity {} it was merged into, which the import has not brought; \
+             import the entity lines before the alias lines",
+            alias.alias.id, alias.canonical_id
+        )));
+    }
+    let entity = &alias.alias;
+    tx.prepare_cached(
+        "INSERT INTO entity_aliases (workspace_id, alias_id, canonical_id, name, entity_type, properties, \
+         embedding_model, embedding, created_at, reason, merged_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )
+    .and_then(|mut stmt| {
+        stmt.execute(params![
+            ws,
+            entity.id,
+            alias.canonical_id,
+            entity.name,
+            entity.entity_type,
+            to_json_text(&entity.properties),
+            entity.embedding.as_ref().map(|e| e.model.clone()),
+            entity.embedding.as_ref().map(|e| vector_to_blob(&e.vector)),
+            ts(&entity.created_at),
+            alias.reason,
+            ts(&alias.merged_at),
+        ])
+    })
+    .ctx("importing an entity alias")?;
+    for moved in &record.moves {
+        tx.prepare_cached(
+            "INSERT OR IGNORE INTO entity_alias_moves (workspace_id, alias_id, kind, ref_id) VALUES (?1, ?2, ?3, ?4)",
+        )
+        .and_then(|mut stmt| stmt.execute(params![ws, entity.id, moved.kind.as_str(), moved.ref_id]))
+        .ctx("importing what a merge moved")?;
+    }
+    Ok(true)
 }

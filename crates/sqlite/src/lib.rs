@@ -46,9 +46,9 @@ use mempalace_core::{
     Content, ContentHash, Drawer, DrawerId, DrawerStatus, Embedding, Identity, Timestamp, WorkspaceId,
 };
 use mempalace_store::{
-    AppendOutcome, CentroidSamples, Direction, Directory, DrawerFilter, EntityUsage, EventFilter, HallCount,
-    HealthCheck, IdentityRecord, KgStats, MergeOutcome, PalaceRecord, PipelineCounts, PruneCandidate, PutOutcome,
-    RecordCounts, SessionActivity, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy,
+    AliasRecord, AppendOutcome, CentroidSamples, Direction, Directory, DrawerFilter, EntityUsage, EventFilter,
+    HallCount, HealthCheck, IdentityRecord, KgStats, MergeOutcome, PalaceRecord, PipelineCounts, PruneCandidate,
+    PutOutcome, RecordCounts, SessionActivity, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy,
     TripleOutcome, Unmerged, VectorChange,
 };
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
@@ -277,6 +277,10 @@ impl StoreRead for SqliteStore {
 
     fn entity_usage(&self, workspace: &WorkspaceId) -> StoreResult<Vec<EntityUsage>> {
         self.read(|conn| alias::entity_usage(conn, workspace))
+    }
+
+    fn alias_records(&self, workspace: &WorkspaceId) -> StoreResult<Vec<AliasRecord>> {
+        self.read(|conn| alias::alias_records(conn, workspace))
     }
 
     fn room_centroids(&self, workspace: &WorkspaceId) -> StoreResult<Vec<RoomCentroid>> {

@@ -531,6 +531,10 @@ pub(crate) fn import_record(tx: &Transaction<'_>, record: &PalaceRecord) -> Stor
             Ok(counted(changed))
         }
         PalaceRecord::Entity(entity) => Ok(counted(crate::kg::add_entities(tx, std::slice::from_ref(entity))?)),
+        PalaceRecord::EntityAlias(record) => {
+            ensure_workspace(tx, &record.alias.alias.workspace_id, &record.alias.merged_at)?;
+            Ok(counted(usize::from(crate::alias::import_alias(tx, record)?)))
+        }
         PalaceRecord::Triple(triple) => {
             ensure_workspace(tx, &triple.workspace_id, &triple.created_at)?;
             let changed = tx

@@ -205,6 +205,28 @@ pub fn sample_records(ws: &WorkspaceId) -> Vec<PalaceRecord> {
             source: Some("cli".into()),
             created_at: created,
         }),
+        PalaceRecord::EntityAlias(Box::new(crate::AliasRecord {
+            alias: mempalace_core::kg::EntityAlias {
+                alias: Entity {
+                    workspace_id: ws.clone(),
+                    id: entity_id("Mongo"),
+                    name: "Mongo".into(),
+                    entity_type: "technology".into(),
+                    properties: json!({"spelled": "short"}).as_object().cloned().expect("object"),
+                    embedding: Some(Embedding { model: "m".into(), vector: vec![0.5, 0.5] }),
+                    created_at: created,
+                },
+                canonical_id: mongo.clone(),
+                reason: "abbreviation".into(),
+                merged_at: at("2025-01-02T00:00:00Z"),
+                moved_triples: 1,
+                moved_mentions: 0,
+            },
+            moves: vec![crate::AliasMove {
+                kind: crate::AliasMoveKind::Object,
+                ref_id: Triple::make_id(&backend, "uses", &mongo, Some(&valid_from)),
+            }],
+        })),
         PalaceRecord::Session(Session {
             workspace_id: ws.clone(),
             id: "session-1".into(),
@@ -504,8 +526,19 @@ pub fn check_import_round_trip(store: &dyn Store) {
             PalaceRecord::Event(expected) => {
                 assert_eq!(&store.event(&ws, &expected.id).expect("event").expect("found").event, expected.as_ref())
             }
+            PalaceRecord::EntityAlias(expected) => {
+                assert_eq!(store.alias_records(&ws).expect("aliases"), vec![expected.as_ref().clone()])
+            }
         }
     }
+    assert_all_healthy(store);
+    // What the merge moved came along: unmerging moves the fact's object
+    // back to the alias, as it would have in the exporting palace.
+    let unmerged = store.unmerge_entity(&ws, &entity_id("Mongo")).expect("unmerge").expect("an alias");
+    assert_eq!(unmerged.triples, 1, "{unmerged:?}");
+    let triples = store.triples(&ws).expect("triples");
+    assert_eq!(triples.iter().filter(|t| t.object == entity_id("Mongo")).count(), 1, "{triples:?}");
+    assert!(store.entities(&ws).expect("entities").iter().any(|e| e.name == "Mongo"));
     assert_all_healthy(store);
 }
 

@@ -27,9 +27,10 @@ pub mod conformance;
 pub use directory::Directory;
 pub use error::{StoreError, StoreResult};
 pub use record::{
-    AppendOutcome, CentroidSamples, Direction, DrawerFilter, EntityUsage, EventFilter, HallCount, HealthCheck,
-    IdentityRecord, JobRun, KgStats, MergeOutcome, PalaceRecord, PipelineCounts, PruneCandidate, PutOutcome,
-    RecordCounts, SessionActivity, StorageInfo, Taxonomy, TripleOutcome, Unmerged, VectorChange, WingCount,
+    AliasMove, AliasMoveKind, AliasRecord, AppendOutcome, CentroidSamples, Direction, DrawerFilter, EntityUsage,
+    EventFilter, HallCount, HealthCheck, IdentityRecord, JobRun, KgStats, MergeOutcome, PalaceRecord, PipelineCounts,
+    PruneCandidate, PutOutcome, RecordCounts, SessionActivity, StorageInfo, Taxonomy, TripleOutcome, Unmerged,
+    VectorChange, WingCount,
 };
 
 use mempalace_core::centroid::{Centroid, RoomCentroid};
@@ -251,6 +252,9 @@ pub trait StoreRead: Send + Sync {
 
     /// Every entity merged into another, in alias id order (issue 18).
     fn entity_aliases(&self, workspace: &WorkspaceId) -> StoreResult<Vec<EntityAlias>>;
+
+    /// The workspace's aliases with what each merge moved, for the export.
+    fn alias_records(&self, workspace: &WorkspaceId) -> StoreResult<Vec<AliasRecord>>;
 
     /// The canonical entity of each of `ids` that is an alias; ids that
     /// are not aliases are absent from the map.

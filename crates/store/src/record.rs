@@ -92,6 +92,61 @@ pub enum PalaceRecord {
     /// A coordination event. Its place in the order (`seq`) is not part of
     /// the record: an import appends events in the order it reads them.
     Event(Box<Event>),
+    /// An entity merged into another, with what the merge moved (after the
+    /// entities and facts it names, before the drawers whose mentions it
+    /// resolves).
+    EntityAlias(Box<AliasRecord>),
+}
+
+/// An entity alias as exported: the merge and exactly what it moved, so an
+/// imported palace can unmerge it as the original could.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AliasRecord {
+    /// The merge.
+    pub alias: mempalace_core::kg::EntityAlias,
+    /// Facts and drawers the merge moved to the canonical entity.
+    pub moves: Vec<AliasMove>,
+}
+
+/// One thing a merge moved.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct AliasMove {
+    /// What moved.
+    pub kind: AliasMoveKind,
+    /// The fact's or drawer's id.
+    pub ref_id: String,
+}
+
+/// What a merge moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum AliasMoveKind {
+    /// A fact whose subject was the alias.
+    Subject,
+    /// A fact whose object was the alias.
+    Object,
+    /// A drawer's mention of the alias.
+    Mention,
+}
+
+impl AliasMoveKind {
+    /// Stored form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Subject => "subject",
+            Self::Object => "object",
+            Self::Mention => "mention",
+        }
+    }
+
+    /// Reads the stored form.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "subject" => Some(Self::Subject),
+            "object" => Some(Self::Object),
+            "mention" => Some(Self::Mention),
+            _ => None,
+        }
+    }
 }
 
 /// How many records of each kind an import wrote or found already present.

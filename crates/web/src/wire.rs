@@ -12,7 +12,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use mempalace_core::centroid::Centroid;
 use mempalace_core::coordination::{Artifact, CoordinationError, Event, EventDraft};
-use mempalace_core::kg::{Entity, Triple};
+use mempalace_core::kg::{Entity, EntityAlias, Triple};
 use mempalace_core::session::{EpisodicSummary, Session};
 use mempalace_core::time::{DayEdge, format_timestamp, parse_timestamp};
 use mempalace_core::tunnel::{Place, Tunnel};
@@ -20,15 +20,15 @@ use mempalace_core::{
     Confidence, Content, ContentHash, Drawer, DrawerId, DrawerTag, Embedding, Hall, Identity, Importance, Perception,
     Room, Timestamp, ValidationError, Wing, WorkspaceId,
 };
-use mempalace_store::{IdentityRecord, PalaceRecord};
+use mempalace_store::{AliasMove, AliasMoveKind, AliasRecord, IdentityRecord, PalaceRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// Value of the header's `format` field.
 pub const FORMAT: &str = "mempalace-rs export";
 /// Current format version (2 added the coordination lines, `artifact`
-/// and `event`; a version-1 file is still read).
-pub const VERSION: u32 = 2;
+/// and `event`; 3 added `entity_alias`; older files are still read).
+pub const VERSION: u32 = 3;
 
 /// One line of an export.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,6 +56,38 @@ pub enum Line {
     Artifact(Box<ArtifactLine>),
     /// A coordination event.
     Event(Box<EventLine>),
+    /// An entity merged into another, with what the merge moved.
+    EntityAlias(Box<EntityAliasLine>),
+}
+
+/// An entity alias: the merged entity's own record, the entity it was
+/// merged into, why and when, and the facts and drawers the merge moved
+/// (so the imported palace can unmerge it exactly).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct EntityAliasLine {
+    pub workspace_id: String,
+    pub id: String,
+    pub name: String,
+    pub entity_type: String,
+    pub properties: Map<String, Value>,
+    pub embedding: Option<VectorField>,
+    pub created_at: String,
+    pub canonical_id: String,
+    pub reason: String,
+    pub merged_at: String,
+    pub moved: Vec<MovedLine>,
+}
+
+/// One fact or drawer a merge moved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct MovedLine {
+    /// `subject`, `object` (a fact) or `mention` (a drawer).
+    pub kind: String,
+    pub id: String,
 }
 
 /// The header line.
@@ -427,6 +459,27 @@ pub fn to_line(record: &PalaceRecord) -> Line {
                 created_at: ts(&event.created_at),
             }))
         }
+        PalaceRecord::EntityAlias(record) => {
+            let alias = &record.alias;
+            let entity = &alias.alias;
+            Line::EntityAlias(Box::new(EntityAliasLine {
+                workspace_id: entity.workspace_id.to_string(),
+                id: entity.id.clone(),
+                name: entity.name.clone(),
+                entity_type: entity.entity_type.clone(),
+                properties: entity.properties.clone(),
+                embedding: entity.embedding.as_ref().map(vector_field),
+                created_at: ts(&entity.created_at),
+                canonical_id: alias.canonical_id.clone(),
+                reason: alias.reason.clone(),
+                merged_at: ts(&alias.merged_at),
+                moved: record
+                    .moves
+                    .iter()
+                    .map(|m| MovedLine { kind: m.kind.as_str().to_string(), id: m.ref_id.clone() })
+                    .collect(),
+            }))
+        }
     }
 }
 
@@ -666,6 +719,45 @@ pub fn from_line(line: &Line) -> Result<Option<PalaceRecord>, LineError> {
             )
             .map_err(|error| LineError(format!("event {}: {error}", line.id)))?;
             PalaceRecord::Event(Box::new(event))
+        }
+        Line::EntityAlias(line) => {
+            if line.id == line.canonical_id {
+                return Err(LineError(format!("entity alias {}: an entity cannot be merged into itself", line.id)));
+            }
+            let moves = line
+                .moved
+                .iter()
+                .map(|m| {
+                    let kind = AliasMoveKind::parse(&m.kind).ok_or_else(|| {
+                        LineError(format!(
+                            "entity alias {}: moved kind {:?} is not subject, object or mention",
+                            line.id, m.kind
+                        ))
+                    })?;
+                    Ok(AliasMove { kind, ref_id: m.id.clone() })
+                })
+                .collect::<Result<Vec<_>, LineError>>()?;
+            let moved_triples = moves.iter().filter(|m| m.kind != AliasMoveKind::Mention).count() as u64;
+            let moved_mentions = moves.len() as u64 - moved_triples;
+            PalaceRecord::EntityAlias(Box::new(AliasRecord {
+                alias: EntityAlias {
+                    alias: Entity {
+                        workspace_id: workspace(&line.workspace_id)?,
+                        id: line.id.clone(),
+                        name: line.name.clone(),
+                        entity_type: line.entity_type.clone(),
+                        properties: line.properties.clone(),
+                        embedding: line.embedding.as_ref().map(vector).transpose()?,
+                        created_at: when(&line.created_at, "created_at")?,
+                    },
+                    canonical_id: line.canonical_id.clone(),
+                    reason: line.reason.clone(),
+                    merged_at: when(&line.merged_at, "merged_at")?,
+                    moved_triples,
+                    moved_mentions,
+                },
+                moves,
+            }))
         }
     };
     Ok(Some(record))

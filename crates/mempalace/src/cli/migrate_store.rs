@@ -47,6 +47,7 @@ fn kind(record: &PalaceRecord) -> &'static str {
         PalaceRecord::Drawer(_) => "drawers",
         PalaceRecord::Identity(_) => "identities",
         PalaceRecord::Entity(_) => "entities",
+        PalaceRecord::EntityAlias(_) => "entity aliases",
         PalaceRecord::Triple(_) => "triples",
         PalaceRecord::Session(_) => "sessions",
         PalaceRecord::EpisodicSummary(_) => "episodic_summaries",
