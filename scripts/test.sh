@@ -57,11 +57,15 @@ fi
 echo "test layers: $layers"
 
 # System tools some tests drive: Node (the opencode plugin is loaded as
-# opencode loads it) and systemd-analyze (the schedule's systemd units are
-# verified). Installed from Debian when missing and running as root.
+# opencode loads it), systemd-analyze (the schedule's systemd units are
+# verified) and headless Chromium with its WebDriver (the web UI's browser
+# test, crates/mempalace/tests/it/web_ui.rs). Installed from Debian when
+# missing and running as root.
 need=()
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
+[[ -x /usr/bin/chromium ]] || need+=(chromium)
+[[ -x /usr/bin/chromedriver ]] || need+=(chromium-driver)
 if ((${#need[@]})); then
     if [[ "$(id -u)" -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
@@ -82,6 +86,10 @@ if ! "$venv/bin/python" -c 'import mcp' 2>/dev/null; then
         exit 1
     }
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check 'mcp==2.3.0'
+fi
+# Selenium drives Chromium in the web UI's browser test (same virtualenv).
+if ! "$venv/bin/python" -c 'import selenium' 2>/dev/null; then
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check 'selenium==4.27.1'
 fi
 export MEMPALACE_TEST_PYTHON="$venv/bin/python"
 

@@ -25,3 +25,5 @@ mod tenancy;
 mod store;
 mod tidy;
 mod verbs;
+// The web UI in headless Chromium (Selenium), with screenshots.
+mod web_ui;
