@@ -287,8 +287,27 @@ struct Gate {
 /// server's `--workspace`).
 pub const WORKSPACE_HEADER: &str = "mempalace-workspace";
 
-fn refuse(status: StatusCode, message: String) -> Response {
-    let mut response = (status, format!("{message}\n")).into_response();
+/// A refusal: RFC 9457 problem details on the REST API's paths (as every
+/// other API error), plain text elsewhere.
+fn refuse(path: &str, status: StatusCode, message: String) -> Response {
+    let mut response = if path.starts_with("/api/") {
+        let (kind, title) = match status {
+            StatusCode::UNAUTHORIZED => ("unauthenticated", "Token refused"),
+            StatusCode::BAD_REQUEST => ("invalid", "Invalid request"),
+            StatusCode::SERVICE_UNAVAILABLE => ("unavailable", "Unavailable"),
+            _ => ("internal", "Internal error"),
+        };
+        let body = serde_json::json!({
+            "type": format!("/problems/{kind}"), "title": title, "status": status.as_u16(), "detail": message,
+        });
+        let mut response = (status, body.to_string()).into_response();
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/problem+json"));
+        response
+    } else {
+        (status, format!("{message}\n")).into_response()
+    };
     if status == StatusCode::UNAUTHORIZED {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer"));
     }
@@ -304,6 +323,7 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
     if is_public(request.uri().path()) {
         return next.run(request).await;
     }
+    let path = request.uri().path().to_string();
     let given = request
         .headers()
         .get(header::AUTHORIZATION)
@@ -314,9 +334,9 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
         None => None,
         Some(Ok(text)) => match mempalace_core::WorkspaceId::parse(text) {
             Ok(id) => Some(id),
-            Err(error) => return refuse(StatusCode::BAD_REQUEST, format!("{WORKSPACE_HEADER}: {error}")),
+            Err(error) => return refuse(&path, StatusCode::BAD_REQUEST, format!("{WORKSPACE_HEADER}: {error}")),
         },
-        Some(Err(_)) => return refuse(StatusCode::BAD_REQUEST, format!("{WORKSPACE_HEADER} is not ASCII text")),
+        Some(Err(_)) => return refuse(&path, StatusCode::BAD_REQUEST, format!("{WORKSPACE_HEADER} is not ASCII text")),
     };
     let admin =
         |given: &str| gate.admin.as_ref().is_some_and(|Token(t)| constant_time_eq(given.as_bytes(), t.as_bytes()));
@@ -326,6 +346,7 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
             let Some(tenancy) = gate.tenancy.clone() else {
                 tracing::warn!(uri = %request.uri(), "MCP request with a wrong bearer token refused");
                 return refuse(
+                    &path,
                     StatusCode::UNAUTHORIZED,
                     "missing or wrong bearer token: send `Authorization: Bearer <MEMPALACE_MCP_HTTP_TOKEN>` or a user token".into(),
                 );
@@ -339,15 +360,18 @@ async fn authorize(State(gate): State<Arc<Gate>>, mut request: Request, next: Ne
                     } else {
                         StatusCode::SERVICE_UNAVAILABLE
                     };
-                    return refuse(status, error.to_string());
+                    return refuse(&path, status, error.to_string());
                 }
-                Err(join) => return refuse(StatusCode::INTERNAL_SERVER_ERROR, format!("internal error: {join}")),
+                Err(join) => {
+                    return refuse(&path, StatusCode::INTERNAL_SERVER_ERROR, format!("internal error: {join}"));
+                }
             }
         }
         None if gate.loopback && gate.admin.is_none() => Caller::Local,
         None => {
             tracing::warn!(uri = %request.uri(), "MCP request without a bearer token refused");
             return refuse(
+                &path,
                 StatusCode::UNAUTHORIZED,
                 "this server needs a token: send `Authorization: Bearer <token>` (`mempalace token create`)".into(),
             );

@@ -711,6 +711,82 @@ pub(crate) async fn kg_entity(
     .await
 }
 
+/// Query of `GET /api/v1/kg/entities`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EntityListQuery {
+    /// Only entities whose name contains this (case-insensitive).
+    pub q: Option<String>,
+    /// Skip this many (default 0).
+    pub offset: Option<usize>,
+    /// At most this many (1–500, default 100).
+    pub limit: Option<usize>,
+}
+
+/// An entity with how much it is used.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct EntityView {
+    /// Id.
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// person, project, technology, …
+    pub entity_type: String,
+    /// Facts naming it.
+    pub facts: u64,
+    /// Drawers mentioning it.
+    pub mentions: u64,
+}
+
+/// `GET /api/v1/kg/entities`: most used first.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct EntityList {
+    /// This page.
+    pub entities: Vec<EntityView>,
+    /// Entities matching in all.
+    pub total: u64,
+    /// The offset of the next page, when there is one.
+    pub next_offset: Option<usize>,
+}
+
+pub(crate) async fn kg_entities(
+    State(backend): State<Backend>,
+    Extension(scope): Extension<RequestScope>,
+    q: Result<Query<EntityListQuery>, QueryRejection>,
+) -> ApiResult<Json<EntityList>> {
+    let q = query(q)?;
+    let offset = q.offset.unwrap_or(0);
+    let limit = q.limit.unwrap_or(100);
+    if !(1..=500).contains(&limit) {
+        return Err(Problem::bad_request(format!("limit {limit}: use 1 to 500")));
+    }
+    let needle = q.q.as_deref().map(str::to_lowercase).filter(|n| !n.trim().is_empty());
+    with_palace(backend, scope, move |palace| {
+        let store = palace.store();
+        let usage: std::collections::HashMap<String, (u64, u64)> =
+            store.entity_usage(palace.workspace())?.into_iter().map(|u| (u.id, (u.triples, u.mentions))).collect();
+        let mut entities: Vec<EntityView> = store
+            .entities(palace.workspace())?
+            .into_iter()
+            .filter(|e| needle.as_ref().is_none_or(|n| e.name.to_lowercase().contains(n.as_str())))
+            .map(|e| {
+                let (facts, mentions) = usage.get(&e.id).copied().unwrap_or((0, 0));
+                EntityView { id: e.id, name: e.name, entity_type: e.entity_type, facts, mentions }
+            })
+            .collect();
+        entities.sort_by(|a, b| (b.facts + b.mentions).cmp(&(a.facts + a.mentions)).then_with(|| a.name.cmp(&b.name)));
+        let total = entities.len() as u64;
+        let page: Vec<EntityView> = entities.into_iter().skip(offset).take(limit).collect();
+        let next = offset + page.len();
+        Ok(Json(EntityList {
+            next_offset: (next < total as usize && !page.is_empty()).then_some(next),
+            entities: page,
+            total,
+        }))
+    })
+    .await
+}
+
 /// Query of `GET /api/v1/kg/timeline`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -878,7 +954,7 @@ pub(crate) async fn sessions(
 ) -> ApiResult<Json<Value>> {
     with_palace(backend, scope, |palace| {
         let mut sessions = palace.store().sessions(palace.workspace())?;
-        sessions.sort_by(|a, b| b.started_at.cmp(&a.started_at));
+        sessions.sort_by_key(|s| std::cmp::Reverse(s.started_at));
         let list: Vec<Value> = sessions
             .iter()
             .map(|s| {

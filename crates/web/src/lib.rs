@@ -53,6 +53,7 @@ pub fn router(backend: Backend, policy: BrowserPolicy) -> Router {
         .route("/api/v1/drawers/{id}", get(api::get_drawer).patch(api::edit_drawer).delete(api::delete_drawer))
         .route("/api/v1/drawers/{id}/restore", post(api::restore_drawer))
         .route("/api/v1/search", get(api::search))
+        .route("/api/v1/kg/entities", get(api::kg_entities))
         .route("/api/v1/kg/entities/{name}", get(api::kg_entity))
         .route("/api/v1/kg/timeline", get(api::kg_timeline))
         .route("/api/v1/kg/facts", post(api::kg_add))

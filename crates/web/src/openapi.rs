@@ -121,6 +121,14 @@ pub const ROUTES: &[RouteDoc] = &[
     },
     RouteDoc {
         method: "get",
+        path: "/api/v1/kg/entities",
+        summary: "Entities, most used first (facts and mentions), a page at a time; `q` filters by name.",
+        query: Some(root::<api::EntityListQuery>),
+        body: None,
+        ok: (200, Some(s::<api::EntityList>)),
+    },
+    RouteDoc {
+        method: "get",
         path: "/api/v1/kg/entities/{name}",
         summary: "An entity's facts, outgoing and incoming.",
         query: Some(root::<api::EntityQuery>),

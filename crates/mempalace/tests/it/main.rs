@@ -17,6 +17,7 @@ mod memories;
 mod memory_files;
 mod migrate;
 mod mine;
+mod rest;
 mod schedule;
 // A team palace through every surface.
 mod tenancy;

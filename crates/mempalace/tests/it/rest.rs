@@ -242,6 +242,14 @@ fn drawers_and_search(store: Store) {
     assert_eq!(ended.json()["invalidated"], 1);
     assert_eq!(get(port, "/api/v1/kg/entities/Orion").json()["facts"][0]["current"], false);
     assert_eq!(get(port, "/api/v1/kg/stats").status, 200);
+    let entities = get(port, "/api/v1/kg/entities?q=orion").json();
+    assert_eq!(
+        (entities["total"].as_u64(), entities["entities"][0]["name"].as_str()),
+        (Some(1), Some("Orion")),
+        "{entities}"
+    );
+    assert_eq!(entities["entities"][0]["facts"], 1);
+    get(port, "/api/v1/kg/entities?limit=0").problem(400);
 
     // The rest of the read side answers in its shapes.
     let graph = get(port, "/api/v1/graph").json();
@@ -395,7 +403,8 @@ fn tokens_and_roles_hold_over_rest(store: Store) {
         &[("Authorization", "Bearer mpt_0000000000000000_000000000000000000000000000000000000000000000000")],
         None,
     );
-    assert_eq!(wrong.status, 401);
+    assert!(wrong.problem(401).contains("not valid"), "{}", wrong.body);
+    assert_eq!(wrong.header("www-authenticate"), Some("Bearer"));
     // The export holds only what the caller may read.
     let export = call(port, "GET", "/api/v1/export", &[team, ("Authorization", &bob)], None);
     assert_eq!(export.status, 200);

@@ -297,18 +297,12 @@
       },
     }, h('label', { class: 'sr', for: 'entity-input' }, 'Open an entity'), input,
     h('button', { id: 'entity-open', testid: 'entity-open', type: 'submit' }, 'Open entity')));
-    if (stats && stats.triples > 0 && stats.triples <= 5000) {
-      const facts = await get('/kg/timeline').catch(() => null);
-      if (facts) {
-        const counts = new Map();
-        for (const f of facts.facts) {
-          for (const name of [f.subject, f.object]) counts.set(name, (counts.get(name) || 0) + 1);
-        }
-        const names = Array.from(counts.entries()).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, 60);
-        add(kg, h('ul', { class: 'chips', testid: 'kg-entities' },
-          names.map(([name, n]) => h('li', {},
-            h('a', { class: 'chip nav-item', href: entityHref(name), testid: 'kg-entity' }, name, h('span', { class: 'count' }, String(n)))))));
-      }
+    const listed = await get('/kg/entities?limit=60').catch(() => null);
+    if (listed && listed.entities.length) {
+      add(kg, h('ul', { class: 'chips', testid: 'kg-entities' },
+        listed.entities.map((e) => h('li', {},
+          h('a', { class: 'chip nav-item', href: entityHref(e.name), testid: 'kg-entity' }, e.name,
+            h('span', { class: 'count' }, String(e.facts + e.mentions)))))));
     }
     add(root, kg);
     return root;
