@@ -105,11 +105,17 @@ pub(crate) fn current_version(conn: &Connection) -> StoreResult<u32> {
 /// Applies pending migrations. Takes the write lock only when something is
 /// pending.
 pub(crate) fn migrate(conn: &mut Connection, options: &SqliteOptions) -> StoreResult<()> {
+    migrate_to(conn, options, SCHEMA_VERSION)
+}
+
+/// Applies the migrations up to `target` (the tests build palaces of every
+/// earlier version this way).
+fn migrate_to(conn: &mut Connection, options: &SqliteOptions, target_version: u32) -> StoreResult<()> {
     let version = current_version(conn)?;
     if version > SCHEMA_VERSION {
         return Err(StoreError::SchemaTooNew { found: version, supported: SCHEMA_VERSION });
     }
-    if version == SCHEMA_VERSION {
+    if version >= target_version {
         return Ok(());
     }
     crate::write_with_retry(conn, options.max_write_wait, |tx| {
@@ -119,7 +125,7 @@ pub(crate) fn migrate(conn: &mut Connection, options: &SqliteOptions) -> StoreRe
             return Err(StoreError::SchemaTooNew { found: version, supported: SCHEMA_VERSION });
         }
         let now = mempalace_core::time::format_timestamp(&chrono_now());
-        for (target, sql) in MIGRATIONS.iter().filter(|(target, _)| *target > version) {
+        for (target, sql) in MIGRATIONS.iter().filter(|(target, _)| *target > version && *target <= target_version) {
             tracing::info!(version = target, "applying palace migration");
             tx.execute_batch(sql).ctx("applying a migration")?;
             if *target == 4 {
@@ -143,7 +149,7 @@ pub(crate) fn migrate(conn: &mut Connection, options: &SqliteOptions) -> StoreRe
             .ctx("recording palace creation")?;
             tx.pragma_update(None, "application_id", APPLICATION_ID).ctx("setting application_id")?;
         }
-        tx.pragma_update(None, "user_version", SCHEMA_VERSION).ctx("setting user_version")?;
+        tx.pragma_update(None, "user_version", target_version).ctx("setting user_version")?;
         Ok(())
     })
 }
@@ -264,5 +270,40 @@ mod tests {
         let err = check_existing(&other, true).unwrap_err();
         assert!(err.to_string().contains("tables: notes"), "{err}");
         assert!(!dir.path().join("other.db-wal").exists());
+    }
+
+    /// A palace of every earlier schema version — the v1 fixture written by
+    /// the CLI at revision 592306e, migrated step by step to that version,
+    /// as the build of the time left it — opens with this build, migrates,
+    /// keeps its data and passes every check; then takes new writes.
+    #[test]
+    fn a_palace_at_every_earlier_version_opens_migrates_and_keeps_its_data() {
+        use mempalace_store::{StoreRead as _, StoreWrite as _};
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/palace-v1.db");
+        for version in 1..SCHEMA_VERSION {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("palace.db");
+            std::fs::copy(&fixture, &path).unwrap();
+            {
+                let mut conn = Connection::open(&path).unwrap();
+                configure(&conn, true).unwrap();
+                migrate_to(&mut conn, &SqliteOptions::default(), version).unwrap();
+                assert_eq!(current_version(&conn).unwrap(), version);
+                let rows: i64 = conn.query_row("SELECT count(*) FROM drawers", [], |r| r.get(0)).unwrap();
+                assert_eq!(rows, 3, "version {version} keeps the drawers");
+            }
+            let store = crate::SqliteStore::open(&path, SqliteOptions::default())
+                .unwrap_or_else(|e| panic!("a version-{version} palace opens: {e}"));
+            assert_eq!(store.info().unwrap().schema_version, SCHEMA_VERSION);
+            let ws = mempalace_core::WorkspaceId::default_workspace();
+            assert_eq!(store.taxonomy(&ws).unwrap().total_drawers, 2, "version {version}");
+            assert_eq!(store.scan_drawers(&ws, None, 10).unwrap().len(), 3, "version {version}");
+            assert_eq!(store.identity(&ws).unwrap().unwrap().identity.as_str(), "I am the v1 fixture.");
+            let checks = store.verify().unwrap();
+            assert!(checks.iter().all(|c| c.ok), "version {version}: {checks:?}");
+            let drawer = mempalace_store::conformance::drawer(&ws, "after", "upgrade", "written after the upgrade");
+            assert_eq!(store.put_drawers(&[drawer]).unwrap().len(), 1);
+            assert_eq!(store.taxonomy(&ws).unwrap().total_drawers, 3);
+        }
     }
 }
