@@ -157,3 +157,62 @@ fn workspace_bytes_are_backfilled_by_the_migration_and_rebuilt_by_doctor() {
     assert!(store.rebuild_derived().unwrap().iter().all(|c| c.ok));
     assert_eq!(store.usage(&ws).unwrap().bytes, 18);
 }
+
+/// The migration files, oldest first (as `schema.rs` lists them).
+const MIGRATION_FILES: [&str; 6] = [
+    include_str!("../src/migrations/0001_palace.sql"),
+    include_str!("../src/migrations/0002_coordination.sql"),
+    include_str!("../src/migrations/0003_pipeline_counts.sql"),
+    include_str!("../src/migrations/0004_archive.sql"),
+    include_str!("../src/migrations/0005_entity_aliases_centroids.sql"),
+    include_str!("../src/migrations/0006_tenancy.sql"),
+];
+
+/// A palace of every earlier schema version — built by the migrations up to
+/// that version, with drawers written as the schema-1 store wrote them (the
+/// row with its lexemes) —
+/// opens with this build, migrates, keeps its data, passes every check and
+/// takes new writes.
+#[test]
+fn a_palace_at_every_earlier_version_opens_migrates_and_keeps_its_data() {
+    let Some(admin) = server() else { return };
+    assert_eq!(MIGRATION_FILES.len() as u32, mempalace_postgres::SCHEMA_VERSION, "list every migration here");
+    let ws = WorkspaceId::default_workspace();
+    for version in 1..mempalace_postgres::SCHEMA_VERSION {
+        let schema = TestSchema::new(&admin);
+        let name = &schema.name;
+        let mut script = format!("SET search_path = {name}, public;\n");
+        for (index, sql) in MIGRATION_FILES.iter().take(version as usize).enumerate() {
+            script.push_str(sql);
+            script.push_str(&format!(
+                "\nINSERT INTO schema_migrations (version, applied_at) VALUES ({}, now());\n",
+                index + 1
+            ));
+        }
+        for (id, room, text) in [
+            ("drawer_w_r_000000000000000000000001", "r", "written by schema one"),
+            ("drawer_w_s_000000000000000000000002", "s", "another old drawer"),
+        ] {
+            let hash = mempalace_core::ContentHash::of(text);
+            script.push_str(&format!(
+                "INSERT INTO workspaces (id, created_at) VALUES ('default', now()) ON CONFLICT DO NOTHING;\n\
+                 INSERT INTO drawers (workspace_id, id, wing, room, content, content_hash, added_by, filed_at, updated_at, \
+                     lexemes) \
+                 VALUES ('default', '{id}', 'w', '{room}', '{text}', '{}', 'v1', now(), now(), \
+                     to_tsvector('mempalace', '{text}'));\n",
+                hash.as_str()
+            ));
+        }
+        schema.execute(&script);
+        let store = schema.open();
+        assert_eq!(store.info().unwrap().schema_version, mempalace_postgres::SCHEMA_VERSION, "from version {version}");
+        assert_eq!(store.taxonomy(&ws).unwrap().total_drawers, 2, "from version {version}");
+        let found = store.lexical_search(&ws, &["schema".into()], &DrawerFilter::default(), 10).unwrap();
+        assert_eq!(found.len(), 1, "the lexical index holds the old drawers (from version {version})");
+        let checks = store.verify().unwrap();
+        assert!(checks.iter().all(|c| c.ok), "from version {version}: {checks:?}");
+        store.put_drawers(&[drawer(&ws, "after", "upgrade", "written after the upgrade")]).unwrap();
+        assert_eq!(store.taxonomy(&ws).unwrap().total_drawers, 3);
+        assert_eq!(store.usage(&ws).unwrap().drawers, 3);
+    }
+}

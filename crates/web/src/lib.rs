@@ -17,6 +17,7 @@
 //! browser act on the palace (CSRF).
 
 pub mod api;
+pub mod directory;
 pub mod openapi;
 pub mod problem;
 pub mod ui;
@@ -29,7 +30,7 @@ use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post, put};
 use mempalace_mcp::Backend;
 
 use crate::problem::Problem;
@@ -68,6 +69,21 @@ pub fn router(backend: Backend, policy: BrowserPolicy) -> Router {
         .route("/api/v1/conflicts", get(api::conflicts))
         .route("/api/v1/export", get(api::export))
         .route("/api/v1/import", post(api::import))
+        .route("/api/v1/whoami", get(directory::whoami))
+        .route("/api/v1/users", get(directory::users).post(directory::add_user))
+        .route("/api/v1/users/{id}/disable", post(directory::disable_user))
+        .route("/api/v1/users/{id}/enable", post(directory::enable_user))
+        .route("/api/v1/tokens", get(directory::tokens).post(directory::issue_token))
+        .route("/api/v1/tokens/{id}", delete(directory::revoke_token))
+        .route("/api/v1/teams", get(directory::teams).post(directory::create_team))
+        .route("/api/v1/teams/{id}", delete(directory::delete_team))
+        .route("/api/v1/teams/{id}/members", post(directory::add_team_member))
+        .route("/api/v1/teams/{id}/members/{user}", delete(directory::remove_team_member))
+        .route("/api/v1/workspaces", post(directory::create_workspace))
+        .route("/api/v1/workspaces/{id}/members", get(directory::members))
+        .route("/api/v1/workspaces/{id}/members/{member}", put(directory::grant).delete(directory::revoke))
+        .route("/api/v1/workspaces/{id}/limits", get(directory::limits).patch(directory::set_limits))
+        .route("/api/v1/audit", get(directory::audit))
         .route(
             "/api/{*rest}",
             axum::routing::any(|| async { Problem::not_found("no such API route; /api/v1/openapi.json lists them") }),
@@ -114,7 +130,7 @@ async fn browser_checks(State(policy): State<Arc<BrowserPolicy>>, request: Reque
     if writes && path.starts_with("/api/") {
         let kind = headers.get(header::CONTENT_TYPE).and_then(|c| c.to_str().ok()).unwrap_or("");
         let expected = if path.ends_with("/import") { "application/x-ndjson" } else { "application/json" };
-        let body_less = path.ends_with("/restore");
+        let body_less = path.ends_with("/restore") || path.ends_with("/disable") || path.ends_with("/enable");
         if !body_less && !kind.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case(expected) {
             return Problem::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,

@@ -8,8 +8,8 @@ use schemars::generate::{SchemaGenerator, SchemaSettings};
 use schemars::{JsonSchema, Schema};
 use serde_json::{Map, Value, json};
 
-use crate::api;
 use crate::problem::Problem;
+use crate::{api, directory};
 
 type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
 
@@ -239,6 +239,166 @@ pub const ROUTES: &[RouteDoc] = &[
         body: None,
         ok: (200, Some(s::<api::Imported>)),
     },
+    RouteDoc {
+        method: "get",
+        path: "/api/v1/whoami",
+        summary: "Who is calling, and its workspaces and roles.",
+        query: None,
+        body: None,
+        ok: (200, Some(s::<directory::WhoAmI>)),
+    },
+    RouteDoc {
+        method: "get",
+        path: "/api/v1/users",
+        summary: "Users and agents (admins).",
+        query: None,
+        body: None,
+        ok: (200, Some(s::<directory::Users>)),
+    },
+    RouteDoc {
+        method: "post",
+        path: "/api/v1/users",
+        summary: "Add a user or agent (admins; the first one makes a team palace).",
+        query: None,
+        body: Some(s::<directory::NewUser>),
+        ok: (201, Some(s::<directory::UserView>)),
+    },
+    RouteDoc {
+        method: "post",
+        path: "/api/v1/users/{id}/disable",
+        summary: "Disable a user or agent: its tokens stop working (admins).",
+        query: None,
+        body: None,
+        ok: (204, None),
+    },
+    RouteDoc {
+        method: "post",
+        path: "/api/v1/users/{id}/enable",
+        summary: "Enable a disabled user or agent (admins).",
+        query: None,
+        body: None,
+        ok: (204, None),
+    },
+    RouteDoc {
+        method: "get",
+        path: "/api/v1/tokens",
+        summary: "Tokens, never their secrets (your own; admins: anyone's).",
+        query: Some(root::<directory::TokenQuery>),
+        body: None,
+        ok: (200, Some(s::<directory::Tokens>)),
+    },
+    RouteDoc {
+        method: "post",
+        path: "/api/v1/tokens",
+        summary: "Create a token; the answer holds it this once.",
+        query: None,
+        body: Some(s::<directory::NewToken>),
+        ok: (201, Some(s::<directory::IssuedToken>)),
+    },
+    RouteDoc {
+        method: "delete",
+        path: "/api/v1/tokens/{id}",
+        summary: "Revoke a token (its user or an admin).",
+        query: None,
+        body: None,
+        ok: (204, None),
+    },
+    RouteDoc {
+        method: "get",
+        path: "/api/v1/teams",
+        summary: "Teams (admins: all; others: their own).",
+        query: None,
+        body: None,
+        ok: (200, Some(s::<directory::Teams>)),
+    },
+    RouteDoc {
+        method: "post",
+        path: "/api/v1/teams",
+        summary: "Create a team: a leader who writes, members who read (admins).",
+        query: None,
+        body: Some(s::<directory::NewTeam>),
+        ok: (201, Some(s::<directory::TeamView>)),
+    },
+    RouteDoc {
+        method: "delete",
+        path: "/api/v1/teams/{id}",
+        summary: "Delete a team and its grants (admins).",
+        query: None,
+        body: None,
+        ok: (204, None),
+    },
+    RouteDoc {
+        method: "post",
+        path: "/api/v1/teams/{id}/members",
+        summary: "Add a member (the leader or an admin).",
+        query: None,
+        body: Some(s::<directory::TeamMember>),
+        ok: (204, None),
+    },
+    RouteDoc {
+        method: "delete",
+        path: "/api/v1/teams/{id}/members/{user}",
+        summary: "Remove a member (the leader or an admin).",
+        query: None,
+        body: None,
+        ok: (204, None),
+    },
+    RouteDoc {
+        method: "post",
+        path: "/api/v1/workspaces",
+        summary: "Create a shared workspace with the default limits; a user who creates one owns it.",
+        query: None,
+        body: Some(s::<directory::NewWorkspace>),
+        ok: (201, None),
+    },
+    RouteDoc {
+        method: "get",
+        path: "/api/v1/workspaces/{id}/members",
+        summary: "A workspace's members and roles.",
+        query: None,
+        body: None,
+        ok: (200, Some(s::<directory::Members>)),
+    },
+    RouteDoc {
+        method: "put",
+        path: "/api/v1/workspaces/{id}/members/{member}",
+        summary: "Give a user, agent or team:NAME a role (owners).",
+        query: None,
+        body: Some(s::<directory::RoleBody>),
+        ok: (200, Some(s::<directory::MemberView>)),
+    },
+    RouteDoc {
+        method: "delete",
+        path: "/api/v1/workspaces/{id}/members/{member}",
+        summary: "Take a member's role away (owners).",
+        query: None,
+        body: None,
+        ok: (204, None),
+    },
+    RouteDoc {
+        method: "get",
+        path: "/api/v1/workspaces/{id}/limits",
+        summary: "A workspace's limits and what it uses.",
+        query: None,
+        body: None,
+        ok: (200, Some(s::<directory::LimitsView>)),
+    },
+    RouteDoc {
+        method: "patch",
+        path: "/api/v1/workspaces/{id}/limits",
+        summary: "Change limits: a number, or null for none (owners).",
+        query: None,
+        body: Some(s::<directory::LimitsPatch>),
+        ok: (200, Some(s::<directory::LimitsView>)),
+    },
+    RouteDoc {
+        method: "get",
+        path: "/api/v1/audit",
+        summary: "The audit trail of writes and deletes, newest first (owners: their workspace; admins: all).",
+        query: Some(root::<directory::AuditQuery>),
+        body: None,
+        ok: (200, Some(s::<directory::AuditTrail>)),
+    },
 ];
 
 /// The OpenAPI 3.0 document.
@@ -296,7 +456,7 @@ pub fn document() -> Value {
             None if route.path.ends_with("/export") => {
                 json!({"description": "export JSONL", "content": {"application/x-ndjson": {"schema": {"type": "string"}}}})
             }
-            None if status == 204 => json!({"description": "done"}),
+            None if status == 204 || status == 201 => json!({"description": "done"}),
             None => json!({"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}),
         };
         let problem_response = json!({"description": "a problem (RFC 9457)", "content": {"application/problem+json": {"schema": problem.clone()}}});
@@ -337,7 +497,7 @@ mod tests {
         let mut out = BTreeSet::new();
         for line in source.lines().map(str::trim).filter(|l| l.starts_with(".route(\"/api/v1")) {
             let path = line.split('"').nth(1).unwrap().to_string();
-            for method in ["get", "post", "patch", "delete"] {
+            for method in ["get", "post", "put", "patch", "delete"] {
                 if line.contains(&format!(" {method}(")) || line.contains(&format!(".{method}(")) {
                     out.insert((method.to_string(), path.clone()));
                 }

@@ -483,7 +483,7 @@ fn export_and_import_carry_the_log(store: Store) {
     let export = source.path("export.jsonl");
     source.ok(&["export", "--out", export.to_str().unwrap()]);
     let lines = std::fs::read_to_string(&export).unwrap();
-    assert!(lines.lines().next().unwrap().contains("\"version\":2"), "{lines}");
+    assert!(lines.lines().next().unwrap().contains("\"version\":3"), "{lines}");
     assert_eq!(lines.lines().filter(|l| l.contains("\"type\":\"event\"")).count(), 2);
     assert_eq!(lines.lines().filter(|l| l.contains("\"type\":\"artifact\"")).count(), 1);
 

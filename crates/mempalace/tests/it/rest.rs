@@ -419,6 +419,78 @@ fn tokens_and_roles_hold_over_rest(store: Store) {
     );
     let log = sandbox.ok(&["workspace", "log", "team", "--json"]);
     assert!(log.lines().any(|l| l.contains("\"actor\":\"alice\"") && l.contains("drawer.put")), "{log}");
+
+    // The directory over REST: the same rules as the CLI's.
+    let carol = json!({"id": "carol", "display_name": "Carol"}).to_string();
+    assert!(
+        call(port, "POST", "/api/v1/users", &[JSON, ("Authorization", &alice)], Some(&carol))
+            .problem(403)
+            .contains("admins")
+    );
+    let added = call(port, "POST", "/api/v1/users", &[JSON], Some(&carol));
+    assert_eq!((added.status, added.json()["kind"].as_str()), (201, Some("user")), "{}", added.body);
+    let users = get(port, "/api/v1/users").json();
+    assert_eq!(users["users"].as_array().unwrap().len(), 3);
+    let issued =
+        call(port, "POST", "/api/v1/tokens", &[JSON], Some(&json!({"user": "carol", "label": "api"}).to_string()));
+    assert_eq!((issued.status, issued.header("cache-control")), (201, Some("no-store")), "{}", issued.body);
+    let issued = issued.json();
+    let carol_token = format!("Bearer {}", issued["token"].as_str().unwrap());
+    let granted = call(
+        port,
+        "PUT",
+        "/api/v1/workspaces/team/members/carol",
+        &[JSON],
+        Some(&json!({"role": "writer"}).to_string()),
+    );
+    assert_eq!((granted.status, granted.json()["role"].as_str()), (200, Some("writer")), "{}", granted.body);
+    let who = call(port, "GET", "/api/v1/whoami", &[("Authorization", &carol_token)], None).json();
+    assert_eq!(who["caller"], "carol");
+    assert!(
+        who["workspaces"].as_array().unwrap().iter().any(|w| w["workspace"] == "team" && w["role"] == "writer"),
+        "{who}"
+    );
+    let mine = call(port, "GET", "/api/v1/tokens", &[("Authorization", &carol_token)], None).json();
+    assert_eq!(mine["tokens"].as_array().unwrap().len(), 1);
+    assert!(!mine.to_string().contains(issued["token"].as_str().unwrap()), "a listing never holds secrets");
+    let members = call(port, "GET", "/api/v1/workspaces/team/members", &[("Authorization", &bob)], None).json();
+    assert_eq!(members["members"].as_array().unwrap().len(), 3, "{members}");
+    assert!(
+        call(
+            port,
+            "PUT",
+            "/api/v1/workspaces/team/members/bob",
+            &[JSON, ("Authorization", &carol_token)],
+            Some(&json!({"role": "owner"}).to_string())
+        )
+        .problem(403)
+        .contains("owner")
+    );
+    let limits = call(
+        port,
+        "PATCH",
+        "/api/v1/workspaces/team/limits",
+        &[JSON],
+        Some(&json!({"drawers": 100, "bytes": null}).to_string()),
+    )
+    .json();
+    let drawers = limits["limits"].as_array().unwrap().iter().find(|l| l["name"] == "drawers").unwrap().clone();
+    assert_eq!((drawers["limit"].as_u64(), drawers["used"].as_u64()), (Some(100), Some(1)), "{limits}");
+    let trail = get(port, "/api/v1/audit?workspace=team&action=grant.").json();
+    assert!(trail["entries"].as_array().unwrap().iter().any(|e| e["target"] == "carol writer"), "{trail}");
+    call(port, "GET", "/api/v1/audit", &[("Authorization", &bob)], None).problem(403);
+    let id = issued["record"]["id"].as_str().unwrap();
+    assert_eq!(
+        call(port, "DELETE", &format!("/api/v1/tokens/{id}"), &[("Authorization", &carol_token)], None).status,
+        204
+    );
+    call(port, "GET", "/api/v1/whoami", &[("Authorization", &carol_token)], None).problem(401);
+    let bare = call(port, "POST", "/api/v1/users/bob/disable", &[], None);
+    assert!(bare.problem(403).contains("X-Requested-With"), "a body-less write needs a header no form can send");
+    assert_eq!(call(port, "POST", "/api/v1/users/bob/disable", &[("X-Requested-With", "mempalace")], None).status, 204);
+    assert!(
+        call(port, "GET", "/api/v1/health", &[team, ("Authorization", &bob)], None).problem(401).contains("disabled")
+    );
 }
 
 on_both!(drawers_and_search, refusals_are_problems_and_browsers_are_checked, tokens_and_roles_hold_over_rest);
