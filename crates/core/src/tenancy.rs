@@ -236,6 +236,15 @@ impl Member {
         }
     }
 
+    /// Reads a member as people write it: a user or agent id, or `team:NAME`.
+    pub fn parse(text: &str) -> Result<Self, ValidationError> {
+        let text = text.trim();
+        match text.strip_prefix("team:") {
+            Some(team) => TeamId::parse(team).map(Self::Team),
+            None => PrincipalId::parse(text).map(Self::Principal),
+        }
+    }
+
     /// Reads the stored pair.
     pub fn from_parts(kind: &str, id: &str) -> Result<Self, ValidationError> {
         match kind {
@@ -793,5 +802,8 @@ mod tests {
         assert_eq!(Role::parse("Writer").unwrap(), Role::Writer);
         assert!(Role::parse("admin").is_err());
         assert_eq!(Member::from_parts("team", "eng").unwrap().to_string(), "team:eng");
+        assert_eq!(Member::parse(" team:eng ").unwrap(), Member::Team(TeamId::parse("eng").unwrap()));
+        assert_eq!(Member::parse("alice").unwrap(), Member::Principal(id("alice")));
+        assert!(Member::parse("team:").is_err() && Member::parse("Team:x").is_err());
     }
 }

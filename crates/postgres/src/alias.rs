@@ -157,26 +157,7 @@ pub(crate) async fn merge_entity(
     let Some(record) = entity(tx, workspace, alias).await? else {
         return Ok(MergeOutcome::Missing { id: alias.to_string() });
     };
-    tx.execute(
-        "INSERT INTO entity_aliases (workspace_id, alias_id, canonical_id, name, entity_type, properties, \
-         embedding_model, embedding, created_at, reason, merged_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-        &[
-            &ws,
-            &alias,
-            &canonical,
-            &record.name,
-            &record.entity_type,
-            &Value::Object(record.properties.clone()),
-            &record.embedding.as_ref().map(|e| e.model.clone()),
-            &record.embedding.as_ref().map(|e| pgvector::Vector::from(e.vector.clone())),
-            &record.created_at,
-            &reason,
-            at,
-        ],
-    )
-    .await
-    .ctx(c)?;
+    insert_alias(tx, &record, canonical, reason, at).await.ctx(c)?;
     // Aliases of the alias now stand for the canonical entity.
     tx.execute(
         "UPDATE entity_aliases SET canonical_id = $3 WHERE workspace_id = $1 AND canonical_id = $2",
@@ -365,26 +346,7 @@ pub(crate) async fn import_alias(tx: &Transaction<'_>, record: &AliasRecord) -> 
             entity_record.id, alias.canonical_id
         )));
     }
-    tx.execute(
-        "INSERT INTO entity_aliases (workspace_id, alias_id, canonical_id, name, entity_type, properties, \
-         embedding_model, embedding, created_at, reason, merged_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-        &[
-            &ws,
-            &entity_record.id,
-            &alias.canonical_id,
-            &entity_record.name,
-            &entity_record.entity_type,
-            &Value::Object(entity_record.properties.clone()),
-            &entity_record.embedding.as_ref().map(|e| e.model.clone()),
-            &entity_record.embedding.as_ref().map(|e| pgvector::Vector::from(e.vector.clone())),
-            &entity_record.created_at,
-            &alias.reason,
-            &alias.merged_at,
-        ],
-    )
-    .await
-    .ctx(c)?;
+    insert_alias(tx, entity_record, &alias.canonical_id, &alias.reason, &alias.merged_at).await.ctx(c)?;
     for moved in &record.moves {
         tx.execute(
             "INSERT INTO entity_alias_moves (workspace_id, alias_id, kind, ref_id) VALUES ($1, $2, $3, $4) \
@@ -395,4 +357,34 @@ pub(crate) async fn import_alias(tx: &Transaction<'_>, record: &AliasRecord) -> 
         .ctx("importing what a merge moved")?;
     }
     Ok(true)
+}
+
+/// Stores `entity`'s own record as an alias of `canonical`: the one writer
+/// of an `entity_aliases` row (a merge, an import).
+async fn insert_alias(
+    tx: &Transaction<'_>,
+    entity: &Entity,
+    canonical: &str,
+    reason: &str,
+    merged_at: &Timestamp,
+) -> Result<u64, tokio_postgres::Error> {
+    tx.execute(
+        "INSERT INTO entity_aliases (workspace_id, alias_id, canonical_id, name, entity_type, properties, \
+         embedding_model, embedding, created_at, reason, merged_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        &[
+            &entity.workspace_id.as_str(),
+            &entity.id,
+            &canonical,
+            &entity.name,
+            &entity.entity_type,
+            &Value::Object(entity.properties.clone()),
+            &entity.embedding.as_ref().map(|e| e.model.clone()),
+            &entity.embedding.as_ref().map(|e| pgvector::Vector::from(e.vector.clone())),
+            &entity.created_at,
+            &reason,
+            merged_at,
+        ],
+    )
+    .await
 }

@@ -153,27 +153,7 @@ pub(crate) fn merge_entity(
     let Some(record) = entity(tx, workspace, alias)? else {
         return Ok(MergeOutcome::Missing { id: alias.to_string() });
     };
-    tx.prepare_cached(
-        "INSERT INTO entity_aliases (workspace_id, alias_id, canonical_id, name, entity_type, properties, \
-         embedding_model, embedding, created_at, reason, merged_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    )
-    .and_then(|mut stmt| {
-        stmt.execute(params![
-            ws,
-            alias,
-            canonical,
-            record.name,
-            record.entity_type,
-            to_json_text(&record.properties),
-            record.embedding.as_ref().map(|e| e.model.clone()),
-            record.embedding.as_ref().map(|e| vector_to_blob(&e.vector)),
-            ts(&record.created_at),
-            reason,
-            ts(at),
-        ])
-    })
-    .ctx(c)?;
+    insert_alias(tx, &record, canonical, reason, at).ctx(c)?;
     // Aliases of the alias now stand for the canonical entity: the
     // canonical entity of an alias is never itself an alias.
     tx.execute(
@@ -348,27 +328,7 @@ pub(crate) fn import_alias(tx: &Transaction<'_>, record: &AliasRecord) -> StoreR
         )));
     }
     let entity = &alias.alias;
-    tx.prepare_cached(
-        "INSERT INTO entity_aliases (workspace_id, alias_id, canonical_id, name, entity_type, properties, \
-         embedding_model, embedding, created_at, reason, merged_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    )
-    .and_then(|mut stmt| {
-        stmt.execute(params![
-            ws,
-            entity.id,
-            alias.canonical_id,
-            entity.name,
-            entity.entity_type,
-            to_json_text(&entity.properties),
-            entity.embedding.as_ref().map(|e| e.model.clone()),
-            entity.embedding.as_ref().map(|e| vector_to_blob(&e.vector)),
-            ts(&entity.created_at),
-            alias.reason,
-            ts(&alias.merged_at),
-        ])
-    })
-    .ctx("importing an entity alias")?;
+    insert_alias(tx, entity, &alias.canonical_id, &alias.reason, &alias.merged_at).ctx("importing an entity alias")?;
     for moved in &record.moves {
         tx.prepare_cached(
             "INSERT OR IGNORE INTO entity_alias_moves (workspace_id, alias_id, kind, ref_id) VALUES (?1, ?2, ?3, ?4)",
@@ -377,4 +337,33 @@ pub(crate) fn import_alias(tx: &Transaction<'_>, record: &AliasRecord) -> StoreR
         .ctx("importing what a merge moved")?;
     }
     Ok(true)
+}
+
+/// Stores `entity`'s own record as an alias of `canonical`: the one writer
+/// of an `entity_aliases` row (a merge, an import).
+fn insert_alias(
+    tx: &Transaction<'_>,
+    entity: &Entity,
+    canonical: &str,
+    reason: &str,
+    merged_at: &Timestamp,
+) -> rusqlite::Result<usize> {
+    tx.prepare_cached(
+        "INSERT INTO entity_aliases (workspace_id, alias_id, canonical_id, name, entity_type, properties, \
+         embedding_model, embedding, created_at, reason, merged_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?
+    .execute(params![
+        entity.workspace_id.as_str(),
+        entity.id,
+        canonical,
+        entity.name,
+        entity.entity_type,
+        to_json_text(&entity.properties),
+        entity.embedding.as_ref().map(|e| e.model.clone()),
+        entity.embedding.as_ref().map(|e| vector_to_blob(&e.vector)),
+        ts(&entity.created_at),
+        reason,
+        ts(merged_at),
+    ])
 }

@@ -43,11 +43,11 @@ async fn with_palace<T: Send + 'static>(
     .map_err(Problem::internal)?
 }
 
-fn query<T>(query: Result<Query<T>, QueryRejection>) -> ApiResult<T> {
+pub(crate) fn query<T>(query: Result<Query<T>, QueryRejection>) -> ApiResult<T> {
     query.map(|Query(q)| q).map_err(|e| Problem::bad_request(format!("query string: {}", e.body_text())))
 }
 
-fn body<T>(body: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
+pub(crate) fn body<T>(body: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
     body.map(|Json(b)| b).map_err(|e| Problem::bad_request(format!("request body: {}", e.body_text())))
 }
 

@@ -20,7 +20,7 @@ use mempalace_mcp::server::RequestScope;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::api::ApiResult;
+use crate::api::{ApiResult, body, query};
 use crate::problem::Problem;
 
 /// Runs `work` with the server's tenancy on the blocking pool.
@@ -43,14 +43,6 @@ async fn with_tenancy<T: Send + 'static>(
     .map_err(Problem::internal)?
 }
 
-fn body<T>(body: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
-    body.map(|Json(b)| b).map_err(|e| Problem::bad_request(format!("request body: {}", e.body_text())))
-}
-
-fn query<T>(query: Result<Query<T>, QueryRejection>) -> ApiResult<T> {
-    query.map(|Query(q)| q).map_err(|e| Problem::bad_request(format!("query string: {}", e.body_text())))
-}
-
 fn principal_id(text: &str) -> ApiResult<PrincipalId> {
     Ok(PrincipalId::parse(text.trim())?)
 }
@@ -60,11 +52,7 @@ fn workspace_id(text: &str) -> ApiResult<WorkspaceId> {
 }
 
 fn member(text: &str) -> ApiResult<Member> {
-    let text = text.trim();
-    Ok(match text.strip_prefix("team:") {
-        Some(team) => Member::Team(TeamId::parse(team)?),
-        None => Member::Principal(principal_id(text)?),
-    })
+    Ok(Member::parse(text)?)
 }
 
 fn ts(at: Option<mempalace_core::Timestamp>) -> Option<String> {

@@ -205,7 +205,12 @@ fn repository_texts() -> Vec<String> {
     let root = mempalace_testdata::repo_root();
     let mut files = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
     for dir in [root.join("docs"), mempalace_testdata::fixture("transcripts/text")] {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+        // Prose only: docs/ also holds the UI's screenshots (docs/img/).
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "md" || x == "txt"))
+            .collect();
         entries.sort();
         files.extend(entries);
     }

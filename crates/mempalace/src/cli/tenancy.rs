@@ -241,11 +241,7 @@ fn workspace_id(text: &str) -> Result<WorkspaceId> {
 
 /// `alice` or `team:eng`.
 fn member(text: &str) -> Result<Member> {
-    let text = text.trim();
-    Ok(match text.strip_prefix("team:") {
-        Some(team) => Member::Team(TeamId::parse(team)?),
-        None => Member::Principal(principal_id(text)?),
-    })
+    Ok(Member::parse(text)?)
 }
 
 fn when(text: Option<&String>) -> String {

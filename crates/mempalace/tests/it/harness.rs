@@ -13,8 +13,10 @@
 //! asks to skip them.
 
 use std::io::Write as _;
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use mempalace_postgres::testing::TestSchema;
 use serde_json::Value;
@@ -222,3 +224,45 @@ macro_rules! on_both {
     };
 }
 pub(crate) use on_both;
+
+/// A `mempalace serve --mcp-http` child process on a free port, killed
+/// (and reaped) when dropped.
+pub struct Server {
+    /// The process.
+    pub child: Child,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Sandbox {
+    /// Starts `serve --mcp-http BIND:PORT` and `extra` arguments with the
+    /// extra environment `envs`, on a free port, and waits (up to 30 s)
+    /// until it listens.
+    pub fn serve(&self, bind: &str, extra: &[&str], envs: &[(&str, &str)]) -> Server {
+        let port = TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("its address").port();
+        let address = format!("{bind}:{port}");
+        let mut args = vec!["serve", "--mcp-http", address.as_str()];
+        args.extend_from_slice(extra);
+        let mut command = self.cmd(&args);
+        command.stdout(Stdio::null()).stderr(Stdio::null());
+        for (key, value) in envs {
+            command.env(key, value);
+        }
+        let child = command.spawn().expect("start mempalace serve");
+        let server = Server { child, port };
+        let listening: SocketAddr = format!("127.0.0.1:{port}").parse().expect("a loopback address");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect_timeout(&listening, Duration::from_millis(200)).is_err() {
+            assert!(Instant::now() < deadline, "the server did not listen on {listening} within 30 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+}

@@ -7,12 +7,11 @@
 //! with the `mcp` package that `scripts/test.sh` creates; without it these
 //! tests fail and say how to set it up.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 
 use crate::harness::{Sandbox, Store, on_both};
-use std::time::{Duration, Instant};
 
 fn python() -> PathBuf {
     let python = std::env::var_os("MEMPALACE_TEST_PYTHON").map(PathBuf::from).unwrap_or_else(|| {
@@ -64,33 +63,6 @@ fn scenario(sandbox: &Sandbox, name: &str, extra: &[&str]) -> Output {
     output
 }
 
-/// Starts `serve --mcp-http` on a free port; the child is killed on drop.
-fn http_server(sandbox: &Sandbox, bind: &str, token: Option<&str>) -> (Server, u16) {
-    let port = TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
-    let mut command = sandbox.cmd(&["serve", "--mcp-http", &format!("{bind}:{port}")]);
-    command.stdout(Stdio::null()).stderr(Stdio::piped());
-    if let Some(token) = token {
-        command.env("MEMPALACE_MCP_HTTP_TOKEN", token);
-    }
-    let child = command.spawn().expect("start the HTTP server");
-    let address: SocketAddr = format!("127.0.0.1:{port}").parse().expect("address");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_err() {
-        assert!(Instant::now() < deadline, "the HTTP server did not listen on {address} within 30 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (Server(child), port)
-}
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Issue 6: initialize, the exact tool list, add → search, KG add → query →
 /// invalidate → timeline, diary write → read, drawers, tunnels, graph and
 /// the error cases, over stdio.
@@ -103,7 +75,8 @@ fn stdio_round_trips_with_the_python_sdk(store: Store) {
 /// Issue 6: the same over streamable HTTP on loopback.
 fn http_round_trips_with_the_python_sdk(store: Store) {
     let sandbox = sandbox(store);
-    let (_server, port) = http_server(&sandbox, "127.0.0.1", None);
+    let server = sandbox.serve("127.0.0.1", &[], &[]);
+    let port = server.port;
     scenario(&sandbox, "http", &["--url", &format!("http://127.0.0.1:{port}/mcp")]);
     scenario(&sandbox, "http-guards", &["--url", &format!("http://127.0.0.1:{port}/mcp")]);
     // Issue 22: the counters in Prometheus's text format.
@@ -140,7 +113,8 @@ fn http_off_loopback_requires_a_bearer_token() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("MEMPALACE_MCP_HTTP_TOKEN"));
     assert!(!sandbox.palace().exists(), "nothing is created when the server refuses to start");
 
-    let (_server, port) = http_server(&sandbox, "0.0.0.0", Some("s3cret-token"));
+    let server = sandbox.serve("0.0.0.0", &[], &[("MEMPALACE_MCP_HTTP_TOKEN", "s3cret-token")]);
+    let port = server.port;
     let url = format!("http://127.0.0.1:{port}/mcp");
     scenario(&sandbox, "http-unauthorized", &["--url", &url]);
     scenario(&sandbox, "http", &["--url", &url, "--token", "s3cret-token"]);

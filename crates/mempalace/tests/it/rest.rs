@@ -8,41 +8,16 @@
 //! roles, and the request metrics.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Stdio};
+use std::net::TcpStream;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::harness::{Sandbox, Store, on_both};
-
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::harness::{Sandbox, Server, Store, on_both};
 
 fn start(sandbox: &Sandbox) -> Server {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = sandbox
-        .cmd(&["serve", "--mcp-http", &format!("127.0.0.1:{port}"), "--no-workers"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the server");
-    let address: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_err() {
-        assert!(Instant::now() < deadline, "the server did not listen on {address}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Server { child, port }
+    sandbox.serve("127.0.0.1", &["--no-workers"], &[])
 }
 
 /// An HTTP answer.

@@ -5,23 +5,13 @@
 //! workspace headers (driven by the official Python SDK).
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use serde_json::Value;
 
 use crate::harness::{Sandbox, Store, code, on_both, text};
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn python() -> PathBuf {
     std::env::var_os("MEMPALACE_TEST_PYTHON")
@@ -170,20 +160,8 @@ fn team_palace_through_every_surface(store: Store) {
     assert!(text(&stdio.stdout).lines().any(|l| l == "PASS"), "{}\n{}", text(&stdio.stdout), text(&stdio.stderr));
 
     // MCP over HTTP: each request for its own token and workspace.
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = sandbox
-        .cmd(&["serve", "--mcp-http", &format!("127.0.0.1:{port}"), "--no-workers", "--tools", "all"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the server");
-    let _server = Server(child);
-    let address: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_err() {
-        assert!(Instant::now() < deadline, "the server did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let server = sandbox.serve("127.0.0.1", &["--no-workers", "--tools", "all"], &[]);
+    let port = server.port;
     let tokens = serde_json::json!({"alice": alice, "bob": bob, "mallory": mallory, "revoked": revoked});
     let output = Command::new(python())
         .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py"))
@@ -203,20 +181,8 @@ fn team_palace_through_every_surface(store: Store) {
     );
     // Off loopback a team palace serves without the admin token: its
     // users' tokens are required instead.
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = sandbox
-        .cmd(&["serve", "--mcp-http", &format!("0.0.0.0:{port}"), "--no-workers"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the server off loopback");
-    let _open = Server(child);
-    let address: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_err() {
-        assert!(Instant::now() < deadline, "the team server did not listen off loopback");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let open = sandbox.serve("0.0.0.0", &["--no-workers"], &[]);
+    let address: SocketAddr = format!("127.0.0.1:{}", open.port).parse().unwrap();
     let get = |token: Option<&str>| {
         use std::io::{Read, Write};
         let mut stream = TcpStream::connect(address).unwrap();

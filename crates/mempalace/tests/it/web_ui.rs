@@ -15,22 +15,13 @@
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::harness::{Sandbox, Store, on_both, text};
+use crate::harness::{Sandbox, Server, Store, on_both, text};
 
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const CHROMIUM: &str = "/usr/bin/chromium";
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn python() -> PathBuf {
     let python = std::env::var_os("MEMPALACE_TEST_PYTHON").map(PathBuf::from).unwrap_or_else(|| {
@@ -202,7 +193,7 @@ fn web_ui_in_headless_chromium(store: Store) {
         .stderr(std::fs::File::create(&log).expect("log file"))
         .spawn()
         .expect("start the server");
-    let _server = Server(child);
+    let _server = Server { child, port };
     let address: SocketAddr = format!("127.0.0.1:{port}").parse().expect("address");
     let deadline = Instant::now() + Duration::from_secs(60);
     while TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_err() {
