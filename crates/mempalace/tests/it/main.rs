@@ -10,6 +10,8 @@ mod harness;
 mod cli;
 mod consolidation;
 mod coordination;
+// Commands killed mid-run resume to the state of an uninterrupted run.
+mod crash;
 mod hook;
 mod llm;
 mod mcp;
