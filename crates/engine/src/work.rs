@@ -640,10 +640,20 @@ impl Palace {
     /// Processes raw drawers in every workspace of the palace until none is
     /// left unclaimed.
     pub fn process_all(&self, worker: &str) -> EngineResult<ProcessReport> {
+        self.process_while(worker, &|| true)
+    }
+
+    /// [`Palace::process_all`], checking `go_on` before each batch: a
+    /// worker asked to stop finishes the batch it holds (its claims
+    /// completed) and claims no more.
+    pub fn process_while(&self, worker: &str, go_on: &dyn Fn() -> bool) -> EngineResult<ProcessReport> {
         let mut total = ProcessReport::default();
         for workspace in self.store().workspaces()? {
             let palace = self.for_workspace(workspace);
             loop {
+                if !go_on() {
+                    return Ok(total);
+                }
                 let report = palace.process_batch(worker, self.jobs().process_batch)?;
                 let done = report.claimed == 0;
                 total.absorb(report);

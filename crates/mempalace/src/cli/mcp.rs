@@ -10,6 +10,7 @@
 //! through the ingestion pool, which is drained before the process exits.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use clap::Args;
@@ -100,8 +101,10 @@ fn server(settings: &Settings, tools: &ToolsArg) -> Result<McpServer> {
 /// server's palace (its embedder included, so memories the cold path files
 /// get vectors). Claims and job locks make any number of servers on one
 /// palace safe.
-fn spawn_workers(palace: mempalace_engine::Palace) -> Result<()> {
-    std::thread::Builder::new().name("mempalace-work".into()).spawn(move || {
+fn spawn_workers(palace: mempalace_engine::Palace) -> Result<Workers> {
+    let stop = Arc::new(super::work::Stop::default());
+    let for_thread = Arc::clone(&stop);
+    let thread = std::thread::Builder::new().name("mempalace-work".into()).spawn(move || {
         let worker = format!("serve:{}", std::process::id());
         let jobs = [
             super::work::JobName::Process,
@@ -109,11 +112,38 @@ fn spawn_workers(palace: mempalace_engine::Palace) -> Result<()> {
             super::work::JobName::Consolidate,
             super::work::JobName::Maintain,
         ];
-        if let Err(error) = super::work::run_forever(&palace, &jobs, &worker, false) {
+        if let Err(error) = super::work::run_forever(&palace, &jobs, &worker, false, &for_thread) {
             tracing::error!(error = %format!("{error:#}"), "background jobs stopped");
         }
     })?;
-    Ok(())
+    Ok(Workers { stop, thread })
+}
+
+/// The background jobs' thread and its stop request.
+struct Workers {
+    stop: Arc<super::work::Stop>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// How long a stopping server waits for the running job to finish (its
+/// claims would otherwise wait for their lease to expire).
+const WORKER_STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+impl Workers {
+    /// Stops the jobs after the one running and waits for it, within
+    /// [`WORKER_STOP_WAIT`].
+    fn stop(self) {
+        self.stop.request();
+        let deadline = std::time::Instant::now() + WORKER_STOP_WAIT;
+        while !self.thread.is_finished() {
+            if std::time::Instant::now() >= deadline {
+                tracing::warn!("a background job is still running; its claims return when their lease ends");
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = self.thread.join();
+    }
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -138,14 +168,15 @@ pub fn run(settings: &Settings, args: McpArgs) -> Result<()> {
         }
         Some(McpCommand::Serve(args)) => {
             let server = server(settings, &args.tools)?;
-            if !args.no_workers {
-                spawn_workers(server.backend().palace().clone())?;
-            }
+            let workers = if args.no_workers { None } else { Some(spawn_workers(server.backend().palace().clone())?) };
             tracing::info!(tools = server.tool_names().len(), "MCP server on stdio");
             let served =
                 runtime()?.block_on(mempalace_mcp::serve_stdio(server.clone())).context("serving MCP on stdio");
-            // Input closed: file what was queued before exiting.
+            // Input closed: file what was queued, then let the running job end.
             server.shutdown();
+            if let Some(workers) = workers {
+                workers.stop();
+            }
             served
         }
     }
@@ -171,10 +202,8 @@ pub fn serve(settings: &Settings, args: ServeArgs) -> Result<()> {
     }
     options.check().map_err(|e| super::UserError(e.to_string()))?;
     let server = server(settings, &args.tools)?;
-    if !args.no_workers {
-        spawn_workers(server.backend().palace().clone())?;
-    }
-    runtime()?.block_on(async move {
+    let workers = if args.no_workers { None } else { Some(spawn_workers(server.backend().palace().clone())?) };
+    let served = runtime()?.block_on(async move {
         let shutdown = async {
             let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
             tokio::select! {
@@ -192,6 +221,12 @@ pub fn serve(settings: &Settings, args: ServeArgs) -> Result<()> {
         // Stopped: file what was queued before exiting.
         let draining = server.clone();
         tokio::task::spawn_blocking(move || draining.shutdown()).await.context("filing the queued writes")?;
-        served.map_err(|e| super::UserError(e.to_string()).into())
-    })
+        served.map_err(|e| anyhow::Error::from(super::UserError(e.to_string())))
+    });
+    // Seed 0's order: stop accepting (above), file the queue (above), let
+    // the running job end and release its claims, then close the stores.
+    if let Some(workers) = workers {
+        workers.stop();
+    }
+    served
 }

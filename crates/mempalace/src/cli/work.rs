@@ -103,10 +103,11 @@ fn consolidate_line(report: &Value) -> String {
 }
 
 /// Runs one job now; the JSON of what it did.
-fn run_job(palace: &Palace, job: JobName, worker: &str) -> Result<Value> {
+fn run_job(palace: &Palace, job: JobName, worker: &str, stop: &Stop) -> Result<Value> {
     Ok(match job {
         JobName::Process => {
-            let report = palace.run_recorded(&PROCESS, worker, |palace| palace.process_all(worker))?;
+            let go_on = || !stop.requested();
+            let report = palace.run_recorded(&PROCESS, worker, |palace| palace.process_while(worker, &go_on))?;
             tracing::info!(claimed = report.claimed, processed = report.processed.len(), "process ran");
             json!({"job": "process", "worker": worker, "report": process_json(&report)})
         }
@@ -141,17 +142,23 @@ fn period(palace: &Palace, job: JobName) -> PeriodicJob {
 }
 
 /// Runs the jobs on their ticks until the process is stopped.
-pub fn run_forever(palace: &Palace, jobs: &[JobName], worker: &str, json_lines: bool) -> Result<()> {
+pub fn run_forever(palace: &Palace, jobs: &[JobName], worker: &str, json_lines: bool, stop: &Stop) -> Result<()> {
     let mut last_tick: Vec<Option<i64>> = vec![None; jobs.len()];
     loop {
         let now = palace.now();
         for (index, job) in jobs.iter().enumerate() {
+            // A job that started runs to its end (its claims completed or
+            // failed, its lock released); no new one starts after a stop.
+            if stop.requested() {
+                tracing::info!(worker, "background jobs stopped");
+                return Ok(());
+            }
             let tick = tick_of(now, period(palace, *job).every);
             if last_tick[index] == Some(tick) {
                 continue;
             }
             last_tick[index] = Some(tick);
-            match run_job(palace, *job, worker) {
+            match run_job(palace, *job, worker, stop) {
                 Ok(done) if json_lines => output::json_line(&done)?,
                 Ok(_) => {}
                 // A failed run is retried at the next tick; the worker stays up.
@@ -165,8 +172,60 @@ pub fn run_forever(palace: &Palace, jobs: &[JobName], worker: &str, json_lines: 
             .min()
             .unwrap_or(now);
         let wait = (next - now).to_std().unwrap_or(Duration::ZERO);
-        std::thread::sleep(wait.min(Duration::from_secs(60)) + Duration::from_millis(5));
+        if stop.wait(wait.min(Duration::from_secs(60)) + Duration::from_millis(5)) {
+            tracing::info!(worker, "background jobs stopped");
+            return Ok(());
+        }
     }
+}
+
+/// A request to stop the background jobs, shared by the thread that
+/// receives the signal and the worker loop.
+#[derive(Debug, Default)]
+pub struct Stop {
+    requested: std::sync::Mutex<bool>,
+    changed: std::sync::Condvar,
+}
+
+impl Stop {
+    /// Asks the loop to stop after the job it is running.
+    pub fn request(&self) {
+        *self.requested.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.changed.notify_all();
+    }
+
+    /// Whether a stop was asked for.
+    pub fn requested(&self) -> bool {
+        *self.requested.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits `duration`, or less when a stop is asked for; true then.
+    fn wait(&self, duration: Duration) -> bool {
+        let guard = self.requested.lock().unwrap_or_else(|e| e.into_inner());
+        let (guard, _) = self
+            .changed
+            .wait_timeout_while(guard, duration, |requested| !*requested)
+            .unwrap_or_else(|e| e.into_inner());
+        *guard
+    }
+}
+
+/// Requests `stop` on SIGTERM or SIGINT (a thread of its own with a small
+/// runtime for the signals).
+fn stop_on_signals(stop: std::sync::Arc<Stop>) -> Result<()> {
+    std::thread::Builder::new().name("mempalace-signals".into()).spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+        runtime.block_on(async {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {}
+            }
+        });
+        tracing::info!("stopping: the running job finishes, no new one starts");
+        stop.request();
+    })?;
+    Ok(())
 }
 
 /// One line on a `process` run: what was claimed and became of it, which
@@ -199,11 +258,13 @@ pub fn run(palace: &Palace, args: WorkArgs) -> Result<()> {
     let worker = args.worker.clone().unwrap_or_else(default_worker);
     if !args.once {
         tracing::info!(worker, jobs = ?args.jobs, "worker started");
-        return run_forever(palace, &args.jobs, &worker, args.json);
+        let stop = std::sync::Arc::new(Stop::default());
+        stop_on_signals(std::sync::Arc::clone(&stop))?;
+        return run_forever(palace, &args.jobs, &worker, args.json, &stop);
     }
     let mut runs = Vec::new();
     for job in &args.jobs {
-        runs.push(run_job(palace, *job, &worker)?);
+        runs.push(run_job(palace, *job, &worker, &Stop::default())?);
     }
     let usage = palace.llm().and_then(|llm| llm.usage_report());
     if args.json {

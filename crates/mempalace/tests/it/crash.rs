@@ -126,3 +126,56 @@ fn a_killed_store_migration_resumes(store: Store) {
 }
 
 on_both!(a_killed_mine_resumes_to_the_same_palace, a_killed_store_migration_resumes);
+
+/// Sends SIGTERM to `child` and waits for it to exit, at most `within`.
+fn terminate(child: &mut std::process::Child, within: Duration) -> std::process::ExitStatus {
+    let pid = child.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(started.elapsed() < within, "still running {within:?} after SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Seed 0's shutdown order for the background jobs: on SIGTERM `work` (and
+/// `serve` with its workers) lets the running job end — its claims
+/// completed, none left under a live lease — starts no new one, and exits 0
+/// well within a service manager's stop timeout.
+#[test]
+fn workers_stop_cleanly_on_sigterm() {
+    let sandbox = Sandbox::new().with_static_model();
+    let data = sandbox.path("transcripts");
+    transcripts(&data);
+    sandbox.mine(&data);
+    let raw = |sandbox: &Sandbox| sandbox.json(&["status", "--json"])["pipeline"].clone();
+    assert!(raw(&sandbox)["by_state"]["raw"].as_u64().unwrap_or(0) > 1_000, "{}", raw(&sandbox));
+
+    let mut work = sandbox.cmd(&["work"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("spawn work");
+    // Let it claim and process some drawers.
+    let started = Instant::now();
+    loop {
+        let pipeline = raw(&sandbox);
+        if pipeline["by_state"]["processed"].as_u64().unwrap_or(0) > 0 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "work processed nothing: {pipeline}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = terminate(&mut work, Duration::from_secs(30));
+    assert!(status.success(), "work exits 0 on SIGTERM: {status:?}");
+    let pipeline = raw(&sandbox);
+    assert_eq!(pipeline["claimed"].as_u64(), Some(0), "no claim is left under a live lease: {pipeline}");
+    healthy(&sandbox);
+
+    // The server with its workers: the same, after the HTTP side stops.
+    let mut server = sandbox.serve("127.0.0.1", &[], &[]);
+    std::thread::sleep(Duration::from_millis(500));
+    let status = terminate(&mut server.child, Duration::from_secs(30));
+    assert!(status.success(), "serve exits 0 on SIGTERM: {status:?}");
+    assert_eq!(raw(&sandbox)["claimed"].as_u64(), Some(0));
+    healthy(&sandbox);
+}
