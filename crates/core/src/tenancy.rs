@@ -528,6 +528,14 @@ impl Limits {
         ]
     }
 
+    /// Each limit with what `usage` holds against it: (name, used, limit);
+    /// the request rate has no stored use.
+    pub fn rows(&self, usage: &Usage) -> [(&'static str, Option<u64>, Option<u64>); 5] {
+        let used = [Some(usage.drawers), Some(usage.entities), Some(usage.triples), None, Some(usage.bytes)];
+        let entries = self.entries();
+        std::array::from_fn(|i| (entries[i].0, used[i], entries[i].1))
+    }
+
     /// Sets one limit by name (`none` or `unlimited` removes it).
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), ValidationError> {
         let value = match value.trim().to_ascii_lowercase().as_str() {
@@ -776,6 +784,10 @@ mod tests {
         // A workspace already over a lowered limit can still delete and edit.
         let over = Usage { drawers: 20, ..Usage::default() };
         assert!(limits.admit(&ws, &over, &Usage::default()).is_ok());
+        let rows = limits.rows(&usage);
+        assert_eq!(rows[0], ("drawers", Some(9), Some(10)));
+        assert_eq!(rows[3], ("requests_per_minute", None, None));
+        assert_eq!(rows[4], ("bytes", Some(50), Some(100)));
         let mut set = Limits::default();
         set.set("drawers", "1_000").unwrap();
         set.set("rpm", "60").unwrap();

@@ -11,6 +11,7 @@
 //! `local`).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use mempalace_core::Timestamp;
@@ -40,6 +41,10 @@ pub struct Tenancy {
     rates: Mutex<HashMap<WorkspaceId, RateWindow>>,
     touched: Mutex<HashMap<TokenId, Timestamp>>,
     palaces: Mutex<HashMap<WorkspaceId, Palace>>,
+    /// Set once the palace is seen to have users: users are never deleted
+    /// (only disabled), so a team palace stays one and later scopes skip
+    /// the query.
+    shared: AtomicBool,
 }
 
 impl std::fmt::Debug for Tenancy {
@@ -74,16 +79,32 @@ impl Tenancy {
     pub fn new(base: Palace) -> Self {
         let store = Arc::clone(base.store());
         let clock = base.clock();
-        Self { store, base, clock, rates: Mutex::default(), touched: Mutex::default(), palaces: Mutex::default() }
+        Self {
+            store,
+            base,
+            clock,
+            rates: Mutex::default(),
+            touched: Mutex::default(),
+            palaces: Mutex::default(),
+            shared: AtomicBool::new(false),
+        }
     }
 
-    fn now(&self) -> Timestamp {
+    /// The current time by the palace's clock.
+    pub fn now(&self) -> Timestamp {
         (self.clock)()
     }
 
     /// Whether the palace has users (a team palace).
     pub fn is_shared(&self) -> EngineResult<bool> {
-        Ok(self.store.has_principals()?)
+        if self.shared.load(Ordering::Relaxed) {
+            return Ok(true);
+        }
+        let shared = self.store.has_principals()?;
+        if shared {
+            self.shared.store(true, Ordering::Relaxed);
+        }
+        Ok(shared)
     }
 
     /// The caller a token stands for: known, matching, not revoked or

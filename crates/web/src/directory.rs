@@ -11,7 +11,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use mempalace_core::WorkspaceId;
 use mempalace_core::tenancy::{
-    AuditFilter, Grant, Limits, Member, Principal, PrincipalId, PrincipalKind, Role, Team, TeamId, TokenId, TokenRecord,
+    AuditEntry, AuditFilter, Grant, Limits, Member, Principal, PrincipalId, PrincipalKind, Role, Team, TeamId, TokenId,
+    TokenRecord,
 };
 use mempalace_core::time::{DayEdge, format_timestamp, parse_timestamp};
 use mempalace_engine::tenancy::Tenancy;
@@ -85,18 +86,20 @@ pub(crate) async fn whoami(
     State(backend): State<Backend>,
     Extension(scope): Extension<RequestScope>,
 ) -> ApiResult<Json<WhoAmI>> {
-    with_tenancy(backend, move |tenancy| {
-        let who = tenancy.whoami(&scope.caller)?;
-        Ok(Json(WhoAmI {
-            caller: scope.caller.actor().to_string(),
-            kind: scope.caller.principal().map(|p| p.kind.as_str().to_string()),
-            admin: scope.caller.is_admin(),
-            workspaces: who.workspaces.map(|list| {
-                list.into_iter().map(|(w, r)| WorkspaceRole { workspace: w.to_string(), role: r.to_string() }).collect()
+    with_tenancy(backend, move |tenancy| Ok(Json(WhoAmI::from(&tenancy.whoami(&scope.caller)?)))).await
+}
+
+impl From<&mempalace_engine::tenancy::Identity> for WhoAmI {
+    fn from(who: &mempalace_engine::tenancy::Identity) -> Self {
+        Self {
+            caller: who.caller.actor().to_string(),
+            kind: who.caller.principal().map(|p| p.kind.as_str().to_string()),
+            admin: who.caller.is_admin(),
+            workspaces: who.workspaces.as_ref().map(|list| {
+                list.iter().map(|(w, r)| WorkspaceRole { workspace: w.to_string(), role: r.to_string() }).collect()
             }),
-        }))
-    })
-    .await
+        }
+    }
 }
 
 /// A user or agent.
@@ -223,10 +226,13 @@ pub struct TokenView {
     pub revoked_at: Option<String>,
     /// Last presented.
     pub last_used_at: Option<String>,
+    /// Whether presenting it now would work (not revoked, not expired).
+    pub active: bool,
 }
 
-impl From<&TokenRecord> for TokenView {
-    fn from(t: &TokenRecord) -> Self {
+impl TokenView {
+    /// The view of `t` as of `now`.
+    pub fn new(t: &TokenRecord, now: mempalace_core::Timestamp) -> Self {
         Self {
             id: t.id.to_string(),
             user: t.principal.to_string(),
@@ -235,6 +241,7 @@ impl From<&TokenRecord> for TokenView {
             expires_at: ts(t.expires_at),
             revoked_at: ts(t.revoked_at),
             last_used_at: ts(t.last_used_at),
+            active: t.active(now),
         }
     }
 }
@@ -261,7 +268,9 @@ pub(crate) async fn tokens(
 ) -> ApiResult<Json<Tokens>> {
     let user = query(q)?.user.as_deref().map(principal_id).transpose()?;
     with_tenancy(backend, move |t| {
-        Ok(Json(Tokens { tokens: t.tokens(&scope.caller, user.as_ref())?.iter().map(TokenView::from).collect() }))
+        let now = t.now();
+        let tokens = t.tokens(&scope.caller, user.as_ref())?;
+        Ok(Json(Tokens { tokens: tokens.iter().map(|r| TokenView::new(r, now)).collect() }))
     })
     .await
 }
@@ -302,7 +311,7 @@ pub(crate) async fn issue_token(
     let expires = b.expires_at.as_deref().map(|t| parse_timestamp(t, "expires_at", DayEdge::End)).transpose()?;
     with_tenancy(backend, move |t| {
         let (record, secret) = t.issue_token(&scope.caller, &user, &b.label, expires)?;
-        let issued = IssuedToken { token: secret.expose().to_string(), record: TokenView::from(&record) };
+        let issued = IssuedToken { token: secret.expose().to_string(), record: TokenView::new(&record, t.now()) };
         let mut response = (StatusCode::CREATED, Json(issued)).into_response();
         response
             .headers_mut()
@@ -477,6 +486,8 @@ pub(crate) async fn create_workspace(
 pub struct MemberView {
     /// A user or agent id, or `team:NAME`.
     pub member: String,
+    /// principal or team.
+    pub kind: String,
     /// reader, writer or owner.
     pub role: String,
     /// When.
@@ -489,6 +500,7 @@ impl From<&Grant> for MemberView {
     fn from(g: &Grant) -> Self {
         Self {
             member: g.member.to_string(),
+            kind: g.member.kind().to_string(),
             role: g.role.to_string(),
             granted_at: format_timestamp(&g.granted_at),
             granted_by: g.granted_by.clone(),
@@ -574,23 +586,16 @@ pub struct LimitsView {
     pub limits: Vec<LimitView>,
 }
 
-fn limits_view(workspace: &WorkspaceId, report: &mempalace_engine::tenancy::LimitReport) -> LimitsView {
-    let used = [
-        Some(report.usage.drawers),
-        Some(report.usage.entities),
-        Some(report.usage.triples),
-        None,
-        Some(report.usage.bytes),
-    ];
+/// The view of a workspace's limits and use.
+pub fn limits_view(workspace: &WorkspaceId, report: &mempalace_engine::tenancy::LimitReport) -> LimitsView {
     LimitsView {
         workspace: workspace.to_string(),
         stored: report.stored,
         limits: report
             .limits
-            .entries()
+            .rows(&report.usage)
             .into_iter()
-            .zip(used)
-            .map(|((name, limit), used)| LimitView { name: name.to_string(), limit, used })
+            .map(|(name, used, limit)| LimitView { name: name.to_string(), limit, used })
             .collect(),
     }
 }
@@ -704,6 +709,20 @@ pub struct AuditView {
     pub count: u64,
 }
 
+impl From<&AuditEntry> for AuditView {
+    fn from(e: &AuditEntry) -> Self {
+        Self {
+            seq: e.seq,
+            at: format_timestamp(&e.at),
+            workspace: e.workspace.clone(),
+            actor: e.actor.clone(),
+            action: e.action.clone(),
+            target: e.target.clone(),
+            count: e.count,
+        }
+    }
+}
+
 /// `GET /api/v1/audit`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct AuditTrail {
@@ -727,20 +746,7 @@ pub(crate) async fn audit(
     };
     with_tenancy(backend, move |t| {
         let entries = t.audit_log(&scope.caller, &filter)?;
-        Ok(Json(AuditTrail {
-            entries: entries
-                .into_iter()
-                .map(|e| AuditView {
-                    seq: e.seq,
-                    at: format_timestamp(&e.at),
-                    workspace: e.workspace,
-                    actor: e.actor,
-                    action: e.action,
-                    target: e.target,
-                    count: e.count,
-                })
-                .collect(),
-        }))
+        Ok(Json(AuditTrail { entries: entries.iter().map(AuditView::from).collect() }))
     })
     .await
 }

@@ -259,8 +259,7 @@ type LimitRow = (&'static str, Option<u64>, Option<u64>);
 fn workspace_limits(palace: &Palace) -> Result<Option<Vec<LimitRow>>> {
     let Some(limits) = palace.store().limits(palace.workspace())? else { return Ok(None) };
     let usage = palace.store().usage(palace.workspace())?;
-    let used = [Some(usage.drawers), Some(usage.entities), Some(usage.triples), None, Some(usage.bytes)];
-    Ok(Some(limits.entries().into_iter().zip(used).map(|((name, limit), used)| (name, used, limit)).collect()))
+    Ok(Some(limits.rows(&usage).to_vec()))
 }
 
 /// The "Cold path" block of `status`, after MemPalace's layout: drawers per

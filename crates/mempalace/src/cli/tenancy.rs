@@ -9,11 +9,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use clap::Subcommand;
 use mempalace_core::WorkspaceId;
-use mempalace_core::tenancy::{
-    AuditFilter, Caller, Limits, Member, PrincipalId, PrincipalKind, Role, TeamId, TokenId, TokenRecord,
-};
+use mempalace_core::tenancy::{AuditFilter, Caller, Limits, Member, PrincipalId, PrincipalKind, Role, TeamId, TokenId};
 use mempalace_core::time::{DayEdge, format_timestamp, parse_timestamp};
 use mempalace_engine::tenancy::Tenancy;
+use mempalace_web::directory as views;
 use serde_json::json;
 
 use super::{Access, UserError, open_unscoped};
@@ -288,19 +287,6 @@ fn write_secret(path: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
-fn token_json(t: &TokenRecord, now: mempalace_core::Timestamp) -> serde_json::Value {
-    json!({
-        "id": t.id.as_str(),
-        "user": t.principal.as_str(),
-        "label": t.label,
-        "created_at": format_timestamp(&t.created_at),
-        "expires_at": ts(t.expires_at),
-        "revoked_at": ts(t.revoked_at),
-        "last_used_at": ts(t.last_used_at),
-        "active": t.active(now),
-    })
-}
-
 /// `user …`.
 pub fn user(settings: &Settings, command: UserCommand) -> Result<()> {
     match command {
@@ -329,15 +315,7 @@ pub fn user(settings: &Settings, command: UserCommand) -> Result<()> {
             let (tenancy, caller) = open(settings, Access::Read)?;
             let principals = tenancy.principals(&caller)?;
             if json {
-                let list: Vec<_> = principals
-                    .iter()
-                    .map(|p| {
-                        json!({"id": p.id.as_str(), "kind": p.kind.as_str(), "display_name": p.display_name,
-                               "admin": p.admin, "created_at": format_timestamp(&p.created_at),
-                               "disabled_at": ts(p.disabled_at)})
-                    })
-                    .collect();
-                output::json(&json!({ "users": list }))?;
+                output::json(&views::Users { users: principals.iter().map(views::UserView::from).collect() })?;
             } else if principals.is_empty() {
                 output::note("no users: this is a single-user palace (`mempalace user add NAME` starts a team)");
             } else {
@@ -366,17 +344,8 @@ pub fn user(settings: &Settings, command: UserCommand) -> Result<()> {
         UserCommand::Whoami { json } => {
             let (tenancy, caller) = open(settings, Access::Read)?;
             let who = tenancy.whoami(&caller)?;
-            let workspaces: Option<Vec<serde_json::Value>> = who
-                .workspaces
-                .as_ref()
-                .map(|list| list.iter().map(|(w, r)| json!({"workspace": w.as_str(), "role": r.as_str()})).collect());
             if json {
-                output::json(&json!({
-                    "caller": caller.actor(),
-                    "kind": caller.principal().map(|p| p.kind.as_str()),
-                    "admin": caller.is_admin(),
-                    "workspaces": workspaces,
-                }))?;
+                output::json(&views::WhoAmI::from(&who))?;
             } else {
                 match &who.workspaces {
                     None => output::line("local (the palace's operator: every workspace)")?,
@@ -430,8 +399,9 @@ pub fn token(settings: &Settings, command: TokenCommand) -> Result<()> {
             let tokens = tenancy.tokens(&caller, user.as_ref())?;
             let now = chrono::Utc::now();
             if json {
-                let list: Vec<_> = tokens.iter().map(|t| token_json(t, now)).collect();
-                output::json(&json!({ "tokens": list }))?;
+                output::json(&views::Tokens {
+                    tokens: tokens.iter().map(|t| views::TokenView::new(t, now)).collect(),
+                })?;
             } else if tokens.is_empty() {
                 output::note("no tokens");
             } else {
@@ -483,15 +453,7 @@ pub fn team(settings: &Settings, command: TeamCommand) -> Result<()> {
         TeamCommand::List { json } => {
             let teams = tenancy.teams(&caller)?;
             if json {
-                let list: Vec<_> = teams
-                    .iter()
-                    .map(|t| {
-                        json!({"id": t.id.as_str(), "leader": t.leader.as_str(),
-                               "members": t.members.iter().map(PrincipalId::as_str).collect::<Vec<_>>(),
-                               "created_at": format_timestamp(&t.created_at)})
-                    })
-                    .collect();
-                output::json(&json!({ "teams": list }))?;
+                output::json(&views::Teams { teams: teams.iter().map(views::TeamView::from).collect() })?;
             } else if teams.is_empty() {
                 output::note("no teams");
             } else {
@@ -585,14 +547,10 @@ pub fn workspace(settings: &Settings, command: WorkspaceCommand) -> Result<()> {
             let workspace = workspace_id(&workspace)?;
             let grants = tenancy.members(&caller, &workspace)?;
             if json {
-                let list: Vec<_> = grants
-                    .iter()
-                    .map(|g| {
-                        json!({"member": g.member.to_string(), "kind": g.member.kind(), "role": g.role.as_str(),
-                               "granted_at": format_timestamp(&g.granted_at), "granted_by": g.granted_by})
-                    })
-                    .collect();
-                output::json(&json!({ "workspace": workspace.as_str(), "members": list }))?;
+                output::json(&views::Members {
+                    workspace: workspace.to_string(),
+                    members: grants.iter().map(views::MemberView::from).collect(),
+                })?;
             } else if grants.is_empty() {
                 output::note(format!("nobody has a role in {workspace} (the local operator and admins always do)"));
             } else {
@@ -620,23 +578,12 @@ pub fn workspace(settings: &Settings, command: WorkspaceCommand) -> Result<()> {
                 tenancy.set_limits(&caller, &workspace, limits)?;
             }
             let report = tenancy.limits(&caller, &workspace)?;
-            let used = [
-                ("drawers", Some(report.usage.drawers)),
-                ("entities", Some(report.usage.entities)),
-                ("triples", Some(report.usage.triples)),
-                ("requests_per_minute", None),
-                ("bytes", Some(report.usage.bytes)),
-            ];
             if json {
-                let mut limits = serde_json::Map::new();
-                for ((name, limit), (_, use_)) in report.limits.entries().into_iter().zip(used) {
-                    limits.insert(name.into(), json!({"limit": limit, "used": use_}));
-                }
-                output::json(&json!({ "workspace": workspace.as_str(), "stored": report.stored, "limits": limits }))?;
+                output::json(&views::limits_view(&workspace, &report))?;
             } else {
-                for ((name, limit), (_, use_)) in report.limits.entries().into_iter().zip(used) {
-                    let use_ = use_.map_or_else(|| "-".to_string(), |u| u.to_string());
-                    output::line(format!("{name:<20} {use_:>12} of {}", limit_text(limit)))?;
+                for (name, used, limit) in report.limits.rows(&report.usage) {
+                    let used = used.map_or_else(|| "-".to_string(), |u| u.to_string());
+                    output::line(format!("{name:<20} {used:>12} of {}", limit_text(limit)))?;
                 }
             }
         }
@@ -652,10 +599,7 @@ pub fn workspace(settings: &Settings, command: WorkspaceCommand) -> Result<()> {
             let entries = tenancy.audit_log(&caller, &filter)?;
             for e in &entries {
                 if json {
-                    output::json_line(&json!({
-                        "seq": e.seq, "at": format_timestamp(&e.at), "workspace": e.workspace, "actor": e.actor,
-                        "action": e.action, "target": e.target, "count": e.count,
-                    }))?;
+                    output::json_line(&views::AuditView::from(e))?;
                 } else {
                     output::line(format!(
                         "{:>6}  {}  {:<16} {:<14} {:<20} {}{}",

@@ -7,7 +7,6 @@
 //! with the `mcp` package that `scripts/test.sh` creates; without it these
 //! tests fail and say how to set it up.
 
-use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
@@ -80,8 +79,9 @@ fn http_round_trips_with_the_python_sdk(store: Store) {
     scenario(&sandbox, "http", &["--url", &format!("http://127.0.0.1:{port}/mcp")]);
     scenario(&sandbox, "http-guards", &["--url", &format!("http://127.0.0.1:{port}/mcp")]);
     // Issue 22: the counters in Prometheus's text format.
-    let metrics = http_get(port, "/metrics");
-    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    let answer = crate::harness::call(port, "GET", "/metrics", &[], None);
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let metrics = answer.body;
     for line in [
         "# TYPE mempalace_ingest_dropped_total counter",
         "mempalace_ingest_capacity 1024",
@@ -91,16 +91,6 @@ fn http_round_trips_with_the_python_sdk(store: Store) {
     ] {
         assert!(metrics.lines().any(|l| l == line), "{line} in\n{metrics}");
     }
-}
-
-/// A plain HTTP/1.1 GET on loopback; the whole response as text.
-fn http_get(port: u16, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
 }
 
 /// Issue 6: off loopback the server refuses to start without a token, and

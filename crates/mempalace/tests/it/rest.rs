@@ -7,84 +7,16 @@
 //! every refusal, browser checks (Host, Origin, media type), tokens and
 //! roles, and the request metrics.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::harness::{Sandbox, Server, Store, on_both};
+use crate::harness::{Answer, Sandbox, Server, Store, call, on_both};
 
 fn start(sandbox: &Sandbox) -> Server {
     sandbox.serve("127.0.0.1", &["--no-workers"], &[])
-}
-
-/// An HTTP answer.
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Answer {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
-    }
-
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
-    }
-
-    /// A problem+json answer with `status`; returns its detail.
-    fn problem(&self, status: u16) -> String {
-        assert_eq!(self.status, status, "{}", self.body);
-        assert_eq!(self.header("content-type"), Some("application/problem+json"), "{}", self.body);
-        let problem = self.json();
-        assert_eq!(problem["status"], status);
-        assert!(problem["type"].as_str().unwrap().starts_with("/problems/"), "{problem}");
-        problem["detail"].as_str().unwrap().to_string()
-    }
-}
-
-/// One request; `headers` are added to Host, Connection and Content-Length.
-fn call(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> Answer {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        request.push_str(&format!("Host: 127.0.0.1:{port}\r\n"));
-    }
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    let body = body.unwrap_or("");
-    request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let mut lines = head.lines();
-    let status = lines.next().unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
-    let headers: Vec<(String, String)> =
-        lines.filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_string(), v.trim().to_string())).collect();
-    let chunked = headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
-    let body = if chunked { dechunk(rest) } else { rest.to_string() };
-    Answer { status, headers, body }
-}
-
-fn dechunk(mut rest: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, tail)) = rest.split_once("\r\n") {
-        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if size == 0 {
-            break;
-        }
-        out.push_str(&tail[..size]);
-        rest = &tail[size + 2..];
-    }
-    out
 }
 
 const JSON: (&str, &str) = ("Content-Type", "application/json");

@@ -5,13 +5,12 @@
 //! workspace headers (driven by the official Python SDK).
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
 
-use crate::harness::{Sandbox, Store, code, on_both, text};
+use crate::harness::{Sandbox, Store, call, code, on_both, text};
 
 fn python() -> PathBuf {
     std::env::var_os("MEMPALACE_TEST_PYTHON")
@@ -182,18 +181,9 @@ fn team_palace_through_every_surface(store: Store) {
     // Off loopback a team palace serves without the admin token: its
     // users' tokens are required instead.
     let open = sandbox.serve("0.0.0.0", &["--no-workers"], &[]);
-    let address: SocketAddr = format!("127.0.0.1:{}", open.port).parse().unwrap();
-    let get = |token: Option<&str>| {
-        use std::io::{Read, Write};
-        let mut stream = TcpStream::connect(address).unwrap();
-        let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
-        write!(stream, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Connection: close\r\n\r\n").unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        answer.lines().next().unwrap_or_default().to_string()
-    };
-    assert!(get(None).contains(" 401 "), "no token off loopback: {}", get(None));
-    assert!(get(Some(&bob)).contains(" 200 "), "a user's token: {}", get(Some(&bob)));
+    let bearer = format!("Bearer {bob}");
+    assert_eq!(call(open.port, "GET", "/metrics", &[], None).status, 401, "no token off loopback");
+    assert_eq!(call(open.port, "GET", "/metrics", &[("Authorization", &bearer)], None).status, 200, "a user's token");
 
     // Nothing bob or mallory tried was written; alice's call was audited.
     let log = sandbox.ok(&["workspace", "log", "team-ws", "--json"]);

@@ -12,13 +12,12 @@
 //! creates (with `selenium`); scripts/test.sh installs chromium and
 //! chromium-driver from Debian when they are missing.
 
-use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::harness::{Sandbox, Server, Store, on_both, text};
+use crate::harness::{Sandbox, Server, Store, call, on_both, text};
 
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -58,29 +57,19 @@ fn added(stdout: &str) -> String {
 }
 
 /// A plain HTTP/1.1 request on loopback; the whole response as text.
-fn http(port: u16, request_line: &str, headers: &str) -> String {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    write!(stream, "{request_line} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{headers}Connection: close\r\n\r\n").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response
-}
-
 /// The page, its script and its style: served without a token, with the
 /// content security policy, and free of anything that policy (or working
 /// offline) forbids.
 fn check_static_files(port: u16) {
-    let page = http(port, "GET /", "");
-    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
-    let lower = page.to_ascii_lowercase();
-    assert!(
-        lower.contains("content-security-policy: default-src 'self'; script-src 'self'; style-src 'self'"),
-        "{page}"
-    );
-    assert!(lower.contains("x-frame-options: deny"), "{page}");
+    let page = call(port, "GET", "/", &[], None);
+    assert_eq!(page.status, 200, "{}", page.body);
+    let policy = page.header("content-security-policy").unwrap_or_default();
+    assert!(policy.starts_with("default-src 'self'; script-src 'self'; style-src 'self'"), "{policy}");
+    assert_eq!(page.header("x-frame-options").map(str::to_ascii_lowercase).as_deref(), Some("deny"));
     for (path, kind) in [("/ui/app.js", "text/javascript"), ("/ui/app.css", "text/css")] {
-        let file = http(port, &format!("GET {path}"), "");
-        assert!(file.starts_with("HTTP/1.1 200") && file.to_ascii_lowercase().contains(kind), "{path}: {file}");
+        let file = call(port, "GET", path, &[], None);
+        let content_type = file.header("content-type").unwrap_or_default();
+        assert!(file.status == 200 && content_type.contains(kind), "{path}: {} {content_type}", file.status);
     }
     let sources = [
         ("index.html", include_str!("../../../web/src/ui/index.html")),
@@ -201,8 +190,8 @@ fn web_ui_in_headless_chromium(store: Store) {
         std::thread::sleep(Duration::from_millis(50));
     }
     check_static_files(port);
-    let refused = http(port, "GET /api/v1/health", "");
-    assert!(refused.starts_with("HTTP/1.1 401"), "the API needs the token: {refused}");
+    let refused = call(port, "GET", "/api/v1/health", &[], None);
+    assert_eq!(refused.status, 401, "the API needs the token: {}", refused.body);
 
     let out = screenshot_dir(store);
     let edited = "We moved the orders service from MySQL to PostgreSQL 16 in March 2024 for JSONB support (edited in the web UI).";
