@@ -15,7 +15,7 @@
 //!   turns are the flagged user turns, gold sessions the sessions holding
 //!   them; `recall_all@k` and `ndcg_any@k` at session and turn level.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use mempalace_core::eval::{self, Hit};
@@ -176,6 +176,8 @@ pub fn run(
     progress: &mut dyn FnMut(&str),
 ) -> Result<Value, EvalError> {
     let (mut mempalace, mut official) = (Accumulator::default(), Accumulator::default());
+    // The full set's six question types differ widely; each gets its own rows.
+    let mut by_type: BTreeMap<&str, (Accumulator, Accumulator)> = BTreeMap::new();
     let mut latencies = Vec::new();
     for instance in instances {
         let palace = palaces().map_err(EvalError::Palace)?;
@@ -231,17 +233,26 @@ pub fn run(
                     .unwrap_or_default()
             })
             .collect();
+        let of_type = by_type.entry(instance.kind.as_str()).or_default();
         if let Some(values) = question_metrics(instance, &ranked, true) {
             mempalace.add(&values);
+            of_type.0.add(&values);
         }
         if let Some(values) = question_metrics(instance, &ranked, false) {
             official.add(&values);
+            of_type.1.add(&values);
         }
         progress(&format!("{}: {} drawers", instance.id, requests.len()));
     }
     Ok(json!({
         "mempalace": mempalace.to_json(),
         "official": official.to_json(),
+        "by_type": by_type
+            .iter()
+            .map(|(kind, (mempalace, official))| {
+                ((*kind).to_string(), json!({"mempalace": mempalace.to_json(), "official": official.to_json()}))
+            })
+            .collect::<serde_json::Map<String, Value>>(),
         "latency_ms": {"p50": eval::percentile(&latencies, 50.0), "p95": eval::percentile(&latencies, 95.0)},
         "questions": instances.len(),
     }))

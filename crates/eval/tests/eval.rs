@@ -109,6 +109,11 @@ fn longmemeval_runs_end_to_end_on_the_mini_set() {
     assert_eq!(report["official"]["turn_recall_all@50"], 1.0, "{report}");
     let at = |k: usize| report["mempalace"][format!("session_recall_any@{k}")].as_f64().unwrap();
     assert!(at(1) <= at(3) && at(3) <= at(5) && at(5) <= at(50), "{report}");
+    // Both questions are of one type: its rows are the overall ones.
+    let types = report["by_type"].as_object().unwrap();
+    assert_eq!(types.keys().collect::<Vec<_>>(), ["single-session-user"], "{report}");
+    assert_eq!(types["single-session-user"]["mempalace"], report["mempalace"]);
+    assert_eq!(types["single-session-user"]["official"], report["official"]);
 }
 
 #[test]
