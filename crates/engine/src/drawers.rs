@@ -164,7 +164,9 @@ impl Palace {
         {
             drawer.content_hash = ContentHash::of(content.as_str());
             drawer.content = content;
-            let embedded = self.embed_texts(&[drawer.content.as_str()])?;
+            // A vector in context stays in context (`embedding_inputs`).
+            let input = self.embedding_inputs(&[&drawer])?.remove(0);
+            let embedded = self.embed_texts(&[input.as_str()])?;
             drawer.embedding = match (embedded.model, embedded.vectors.into_iter().next().flatten()) {
                 (Some(model), Some(vector)) => Some(Embedding { model, vector }),
                 _ => None,

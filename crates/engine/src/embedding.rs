@@ -5,12 +5,20 @@
 //! or in the store's embedding cache, by content hash) is never embedded
 //! again. A provider failure never loses a drawer: it is stored without a
 //! vector (lexical search still finds it) and `reembed` fills it in later.
+//!
+//! A drawer whose vector carries the text before it (a conversation
+//! exchange filed with `IngestRequest::preceding`) names that drawer in its
+//! context (`exchange::PRECEDED_BY`): its vector is rebuilt from both
+//! drawers' contents ([`Palace::embedding_inputs`]), and the store never
+//! hands it out by content hash, since it is not the vector of the content
+//! alone. When the preceding drawer is gone, the vector is of the content.
 
 use std::collections::HashMap;
 use std::time::Instant;
 
 use mempalace_core::embedder::Embedder;
-use mempalace_core::{ContentHash, DrawerId, Embedding};
+use mempalace_core::exchange::{PRECEDED_BY, in_context};
+use mempalace_core::{ContentHash, Drawer, DrawerId, Embedding};
 
 use crate::error::EngineResult;
 use crate::palace::Palace;
@@ -122,6 +130,28 @@ impl Palace {
         Ok(EmbeddedTexts { vectors, model: Some(model), computed, cached, degraded })
     }
 
+    /// The text each drawer's vector is made from: its content, after the
+    /// content of the drawer it names as preceding it, when that drawer
+    /// still exists.
+    pub fn embedding_inputs(&self, drawers: &[&Drawer]) -> EngineResult<Vec<String>> {
+        let before = |drawer: &Drawer| -> Option<DrawerId> {
+            drawer.context.get(PRECEDED_BY)?.as_str().and_then(|id| DrawerId::parse(id).ok())
+        };
+        let wanted: Vec<DrawerId> = drawers.iter().filter_map(|d| before(d)).collect();
+        let found: HashMap<DrawerId, Drawer> = if wanted.is_empty() {
+            HashMap::new()
+        } else {
+            self.store().drawers(self.workspace(), &wanted)?.into_iter().map(|d| (d.id.clone(), d)).collect()
+        };
+        Ok(drawers
+            .iter()
+            .map(|drawer| match before(drawer).and_then(|id| found.get(&id)) {
+                Some(previous) => in_context(previous.content.as_str(), drawer.content.as_str()),
+                None => drawer.content.as_str().to_string(),
+            })
+            .collect())
+    }
+
     /// Gives every drawer of the workspace a vector of the configured
     /// model, in batches, reusing known vectors. Safe to interrupt: the next
     /// run continues with what is still missing. Search keeps working
@@ -141,7 +171,16 @@ impl Palace {
             if missing.is_empty() {
                 break;
             }
-            let texts: Vec<&str> = missing.iter().map(|(_, content)| content.as_str()).collect();
+            // Vectors in context need the drawers' contexts and the drawers
+            // before them.
+            let ids: Vec<DrawerId> = missing.iter().map(|(id, _)| id.clone()).collect();
+            let stored: HashMap<DrawerId, Drawer> =
+                self.store().drawers(self.workspace(), &ids)?.into_iter().map(|d| (d.id.clone(), d)).collect();
+            let in_order: Vec<&Drawer> = missing.iter().filter_map(|(id, _)| stored.get(id)).collect();
+            let inputs: HashMap<&DrawerId, String> =
+                in_order.iter().map(|d| &d.id).zip(self.embedding_inputs(&in_order)?).collect();
+            let texts: Vec<&str> =
+                missing.iter().map(|(id, content)| inputs.get(id).map_or(content.as_str(), String::as_str)).collect();
             let embedded = self.embed_texts(&texts)?;
             let vectors: Vec<(DrawerId, Embedding)> = missing
                 .iter()

@@ -18,6 +18,7 @@ use std::sync::mpsc::SyncSender;
 use mempalace_core::chunk::chunk_text;
 use mempalace_core::classify::{TierGates, classify, is_noise, pick_tier};
 use mempalace_core::dedup::{Verdict, judge};
+use mempalace_core::exchange::{PRECEDED_BY, in_context};
 use mempalace_core::extract::KnownNames;
 use mempalace_core::{
     Confidence, Content, Drawer, DrawerId, DrawerState, DrawerTag, Embedding, Hall, Importance, MemoryType,
@@ -85,6 +86,16 @@ pub struct IngestRequest {
     /// instead ([`Palace::suggest_room`]), noted in the drawer's context
     /// as `room_suggested`. False (the default) files in `room`, always.
     pub room_is_default: bool,
+    /// The text just before this one in its source (a conversation's
+    /// previous exchange), when the drawer's vector should carry it: the
+    /// vector is then made from both texts
+    /// ([`mempalace_core::exchange::in_context`]) and the drawer names the
+    /// drawer of that text in its context
+    /// ([`mempalace_core::exchange::PRECEDED_BY`]), so re-embedding
+    /// rebuilds the same vector. Content, hash and id stay this text's own.
+    /// A text chunked into several drawers: each later chunk carries the
+    /// chunk before it.
+    pub preceding: Option<String>,
 }
 
 impl IngestRequest {
@@ -112,6 +123,7 @@ impl IngestRequest {
             chunk_index: None,
             id: None,
             room_is_default: false,
+            preceding: None,
         }
     }
 }
@@ -241,6 +253,9 @@ struct Pending {
     /// The classifier's confidence when it falls in the centroid band
     /// (between the two gates): the nearest type centroid may then settle it.
     band: Option<f64>,
+    /// The text embedded instead of the content, when the vector carries
+    /// the preceding text too (`IngestRequest::preceding`).
+    embed_input: Option<String>,
 }
 
 impl Palace {
@@ -353,8 +368,16 @@ impl Palace {
             .into());
         }
         let mut out = Vec::with_capacity(total);
+        let mut preceding = request.preceding.clone().filter(|text| !text.trim().is_empty());
         for (chunk_index, text) in chunks.into_iter().enumerate() {
             let content = Content::parse(text)?;
+            // The drawer before this one: the caller's preceding text for
+            // the first chunk, the previous chunk for the others (only when
+            // the caller asked for vectors in context).
+            let before = preceding.take();
+            if request.preceding.is_some() {
+                preceding = Some(content.as_str().to_string());
+            }
             let mut drawer = Drawer::new(
                 self.workspace().clone(),
                 request.wing.clone(),
@@ -376,6 +399,18 @@ impl Palace {
             drawer.owner_user_id = request.owner_user_id.clone();
             drawer.session_id = request.session_id.clone();
             drawer.context = request.context.clone();
+            let embed_input = match before.as_deref().map(Content::parse) {
+                Some(Ok(previous)) => {
+                    let id = mempalace_core::id::drawer_id(&request.wing, &request.room, &previous);
+                    drawer.context.insert(PRECEDED_BY.into(), Value::from(id.as_str()));
+                    Some(in_context(previous.as_str(), drawer.content.as_str()))
+                }
+                // A preceding text no drawer could hold is not context.
+                _ => {
+                    drawer.context.remove(PRECEDED_BY);
+                    None
+                }
+            };
             drawer.perception = request.perception.clone();
             if total > 1 {
                 drawer.chunk_index = Some(chunk_index as u32);
@@ -431,7 +466,7 @@ impl Palace {
                 };
             }
             let extraction = (!request.raw).then(|| self.extract_for(&mut drawer, known));
-            out.push(Pending { request: index, raw: request.raw, drawer, extraction, band });
+            out.push(Pending { request: index, raw: request.raw, drawer, extraction, band, embed_input });
         }
         Ok(Some(out))
     }
@@ -449,8 +484,11 @@ impl Palace {
         let ids: Vec<DrawerId> = pending.iter().map(|p| p.drawer.id.clone()).collect();
         let existing: std::collections::HashSet<DrawerId> =
             self.store().drawers(self.workspace(), &ids)?.into_iter().map(|d| d.id).collect();
-        let texts: Vec<&str> =
-            pending.iter().filter(|p| !existing.contains(&p.drawer.id)).map(|p| p.drawer.content.as_str()).collect();
+        let texts: Vec<&str> = pending
+            .iter()
+            .filter(|p| !existing.contains(&p.drawer.id))
+            .map(|p| p.embed_input.as_deref().unwrap_or(p.drawer.content.as_str()))
+            .collect();
         let embedded = self.embed_texts(&texts)?;
         let mut vectors = embedded.vectors.into_iter();
 

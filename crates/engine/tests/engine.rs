@@ -20,7 +20,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use mempalace_core::fusion::{combine_evidence, lexical_evidence};
-use mempalace_core::{Room, Wing, WorkspaceId};
+use mempalace_core::{DrawerId, Room, Wing, WorkspaceId};
 use mempalace_embed::files::{minilm_dir, static_dir};
 use mempalace_embed::minilm::MiniLm;
 use mempalace_embed::resilient::{Clock, Resilient};
@@ -707,6 +707,62 @@ fn owned_hits_get_the_user_boost_and_user_first_falls_back_to_the_shared_pool(ba
     assert_eq!(bob.iter().map(|h| &h.drawer.id).collect::<Vec<_>>(), vec![&ids[3]]);
 }
 
+/// A conversation exchange filed with the exchange before it gets a vector
+/// of both texts (a reply is found by what it answers), names that drawer,
+/// and keeps that vector through re-embedding and edits; the same text
+/// filed on its own gets the vector of its own words, never the other.
+fn an_exchange_vector_carries_the_exchange_before_it(backend: Backend) {
+    use mempalace_core::exchange::{PRECEDED_BY, in_context};
+    let model = minilm();
+    let (_dir, palace) = palace(backend, Some(Arc::clone(&model)));
+    let question = "Ann: Where did you go for your summer holiday last year?";
+    let reply = "Bob: Lisbon, with my sister. We ate far too many custard tarts.";
+    let mut first = request("people", "chats", question);
+    first.raw = true;
+    let mut second = request("people", "chats", reply);
+    second.raw = true;
+    second.preceding = Some(question.to_string());
+    let reports = palace.ingest_batch(vec![first, second]);
+    let first_id = reports[0].as_ref().unwrap().drawer_ids()[0].clone();
+    let reply_id = reports[1].as_ref().unwrap().drawer_ids()[0].clone();
+    let stored = palace.drawer(&reply_id).unwrap();
+    assert_eq!(stored.content.as_str(), reply, "the content stays the reply's own");
+    assert_eq!(stored.context[PRECEDED_BY], first_id.as_str(), "the drawer names the one before it");
+    assert!(palace.drawer(&first_id).unwrap().context.get(PRECEDED_BY).is_none());
+    let cosine = |a: &[f32], b: &[f32]| mempalace_core::vector::cosine(a, b);
+    let in_context_vector = model.embed_one(&in_context(question, reply)).unwrap();
+    let plain_vector = model.embed_one(reply).unwrap();
+    let vector = |id: &DrawerId| palace.drawer(id).unwrap().embedding.expect("a vector").vector;
+    assert!(cosine(&vector(&reply_id), &in_context_vector) > 0.9999, "the vector is of both texts");
+    // The question it answers now finds the reply by meaning.
+    let query = model.embed_one("Bob's summer holiday destination").unwrap();
+    assert!(cosine(&query, &vector(&reply_id)) > cosine(&query, &plain_vector) + 0.05);
+
+    // The same words filed on their own are embedded on their own.
+    let mut alone = request("people", "notes", reply);
+    alone.raw = true;
+    let alone_id = palace.ingest(alone).unwrap().drawer_ids()[0].clone();
+    assert!(cosine(&vector(&alone_id), &plain_vector) > 0.9999, "a vector in context is not reused by hash");
+
+    // Re-embedding rebuilds the vector in context (here after the stored
+    // vector went stale: another model's).
+    let stale = mempalace_core::Embedding { model: "an-older-model".into(), vector: vec![0.0; 384] };
+    palace.store().set_embeddings(palace.workspace(), &[(reply_id.clone(), stale)]).unwrap();
+    let report = palace.reembed(16, &mut |_| {}).unwrap();
+    assert_eq!(report.embedded, 1);
+    assert!(cosine(&vector(&reply_id), &in_context_vector) > 0.9999, "reembed keeps the context");
+
+    // An edit of the text keeps its context too.
+    let edited = "Bob: Lisbon, with my sister and her dog.";
+    let update = mempalace_engine::drawers::DrawerUpdate {
+        content: Some(mempalace_core::Content::parse(edited.to_string()).unwrap()),
+        ..Default::default()
+    };
+    palace.update_drawer(&reply_id, update).unwrap();
+    let edited_vector = model.embed_one(&in_context(question, edited)).unwrap();
+    assert!(cosine(&vector(&reply_id), &edited_vector) > 0.9999, "an edit is embedded in context");
+}
+
 on_both!(
     hybrid_search_finds_paraphrases_and_exact_keywords,
     meaning_beats_stray_keywords_and_exact_tokens_still_win,
@@ -721,4 +777,5 @@ on_both!(
     wake_up_recall_and_inject,
     learn_files_an_insight_with_category_tags_and_scope,
     owned_hits_get_the_user_boost_and_user_first_falls_back_to_the_shared_pool,
+    an_exchange_vector_carries_the_exchange_before_it,
 );

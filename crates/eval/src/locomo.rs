@@ -263,8 +263,12 @@ pub fn run(
         let mut units: Vec<Vec<String>> = Vec::new();
         let mut requests = Vec::new();
         for session in &sample.sessions {
+            // As the conversation miner files a transcript: each exchange's
+            // vector carries the exchange before it.
+            let mut preceding: Option<String> = None;
             for exchange in exchanges(&session.turns) {
-                let mut request = IngestRequest::new(wing.clone(), room.clone(), exchange.text, "locomo");
+                let mut request = IngestRequest::new(wing.clone(), room.clone(), exchange.text.clone(), "locomo");
+                request.preceding = preceding.replace(exchange.text);
                 request.raw = true;
                 request.session_id = Some(format!("{}:S{}", sample.id, session.number));
                 request.context.insert("dia_ids".into(), json!(exchange.turn_ids));

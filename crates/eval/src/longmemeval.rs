@@ -196,8 +196,10 @@ pub fn run(
                     id: format!("{}_{}", session.id, i + 1),
                 })
                 .collect();
+            let mut preceding: Option<String> = None;
             for unit in exchanges(&turns) {
-                let mut request = IngestRequest::new(wing.clone(), room.clone(), unit.text, "longmemeval");
+                let mut request = IngestRequest::new(wing.clone(), room.clone(), unit.text.clone(), "longmemeval");
+                request.preceding = preceding.replace(unit.text);
                 request.raw = true;
                 request.session_id = Some(session.id.clone());
                 request.context.insert("turn_ids".into(), json!(unit.turn_ids));

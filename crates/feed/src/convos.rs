@@ -354,9 +354,16 @@ pub(crate) fn requests(conversation: &Conversation, place: &Place<'_>, with_head
             conversation.started_at.as_deref(),
         ));
     }
+    // Each exchange's vector carries the exchange before it (what a reply
+    // answers); the first of a read has none (a tail read's first unit is
+    // the exchange already filed last time).
+    let mut preceding: Option<String> = None;
     for unit in units(conversation) {
         let at = first_time(&unit.turn_ids);
-        out.push(base(&place.options.room, unit.text, unit.turn_ids, "exchange", at.as_deref()));
+        let text = unit.text.clone();
+        let mut request = base(&place.options.room, unit.text, unit.turn_ids, "exchange", at.as_deref());
+        request.preceding = preceding.replace(text);
+        out.push(request);
     }
     out
 }

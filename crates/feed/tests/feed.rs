@@ -8,6 +8,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use mempalace_core::exchange::PRECEDED_BY;
 use mempalace_core::{MemoryType, Room, Timestamp, WorkspaceId};
 use mempalace_engine::Palace;
 use mempalace_engine::drawers::SourceFiling;
@@ -103,6 +104,21 @@ fn a_transcript_is_filed_once_then_only_its_tail() {
     assert_eq!((grown.added, grown.removed), (1, 0), "only the new exchange");
     assert_eq!((planned.added, planned.removed), (grown.added, grown.removed), "planned as filed");
     assert_eq!(total(&palace), 7);
+
+    // Each exchange names the exchange before it (its vector is made from
+    // both; the engine's tests check the vectors), the tail's too; the
+    // header and the first exchange name none.
+    let page = palace.page_drawers(None, None, 0, 500).unwrap();
+    let by_text = |start: &str| page.drawers.iter().find(|d| d.content.as_str().starts_with(start)).unwrap();
+    let preceded = |start: &str| by_text(start).context.get(PRECEDED_BY).and_then(|v| v.as_str()).map(str::to_string);
+    assert_eq!(preceded("user: Question 0:"), None);
+    assert_eq!(preceded("Conversation: "), None, "the header is not an exchange");
+    for n in 1..5 {
+        let before = by_text(&format!("user: Question {}:", n - 1)).id.to_string();
+        assert_eq!(preceded(&format!("user: Question {n}:")), Some(before), "exchange {n}");
+    }
+    let last = by_text("user: Question 4:").id.to_string();
+    assert_eq!(preceded("user: Log the new gripper"), Some(last), "the tail's exchange");
 }
 
 /// A changed file's drawers are replaced; the dry run says so first.

@@ -508,6 +508,7 @@ pub(crate) async fn embeddings_by_hash(
         .prepare_cached(
             "SELECT DISTINCT ON (content_hash) content_hash, embedding FROM drawers \
              WHERE workspace_id = $1 AND embedding_model = $2 AND content_hash = ANY($3) AND embedding IS NOT NULL \
+               AND context->'preceded_by' IS NULL \
              UNION ALL \
              SELECT content_hash, vector FROM embedding_cache \
              WHERE workspace_id = $1 AND model = $2 AND content_hash = ANY($3)",

@@ -606,7 +606,7 @@ pub(crate) fn embeddings_by_hash(
     let mut from_drawers = conn
         .prepare_cached(
             "SELECT embedding FROM drawers WHERE workspace_id = ?1 AND embedding_model = ?2 AND content_hash = ?3 \
-             AND embedding IS NOT NULL LIMIT 1",
+             AND embedding IS NOT NULL AND json_extract(context, '$.preceded_by') IS NULL LIMIT 1",
         )
         .ctx(c)?;
     let mut from_cache = conn

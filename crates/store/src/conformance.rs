@@ -618,6 +618,19 @@ pub fn check_embedding_lookup_and_backfill(store: &dyn Store) {
     let found = store.embeddings_by_hash(&ws, "m1", std::slice::from_ref(&loose)).expect("lookup");
     assert_eq!(found[&loose], vec![0.0, -1.0]);
     assert!(store.embeddings_by_hash(&other, "m1", &[loose]).expect("lookup").is_empty());
+
+    // A vector made in context (the drawer names the one before it) is not
+    // the vector of its content: it is never handed to the same text.
+    let mut in_context = drawer(&ws, "w", "convo", "Bob: Lisbon, with my sister.");
+    in_context.context.insert(mempalace_core::exchange::PRECEDED_BY.into(), "some-earlier-drawer".into());
+    in_context.embedding = Some(Embedding { model: "m1".into(), vector: vec![0.8, 0.6] });
+    store.put_drawers(std::slice::from_ref(&in_context)).expect("put");
+    let hash = std::slice::from_ref(&in_context.content_hash);
+    assert!(store.embeddings_by_hash(&ws, "m1", hash).expect("lookup").is_empty(), "a vector in context is not reused");
+    let mut plain = drawer(&ws, "w", "notes", "Bob: Lisbon, with my sister.");
+    plain.embedding = Some(Embedding { model: "m1".into(), vector: vec![0.0, 1.0] });
+    store.put_drawers(std::slice::from_ref(&plain)).expect("put");
+    assert_eq!(store.embeddings_by_hash(&ws, "m1", hash).expect("lookup")[&plain.content_hash], vec![0.0, 1.0]);
 }
 
 /// BM25 finds drawers by words, ranks the better match first, honours

@@ -96,7 +96,9 @@ pub trait StoreRead: Send + Sync {
 
     /// Known vectors of `model` for texts with these hashes: from drawers
     /// of the workspace first, then from the embedding cache. Hashes with no
-    /// known vector are absent from the map.
+    /// known vector are absent from the map. A drawer whose context names a
+    /// preceding drawer (`exchange::PRECEDED_BY`) never answers: its vector
+    /// was made from both texts, not from its content alone.
     fn embeddings_by_hash(
         &self,
         workspace: &WorkspaceId,
