@@ -19,6 +19,7 @@ use mempalace_engine::drawers::DrawerUpdate;
 use mempalace_engine::{AddOutcome, DeleteMode, Fusion, NewDrawer, Palace, SearchRequest};
 use mempalace_mcp::Backend;
 use mempalace_mcp::server::RequestScope;
+use mempalace_mcp::shapes::{EpisodeShape, GraphStatsShape, KgStatsShape, PipelineShape, TunnelShape};
 use mempalace_store::{Direction, DrawerFilter};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -897,20 +898,29 @@ pub(crate) async fn kg_invalidate(
 pub(crate) async fn kg_stats(
     State(backend): State<Backend>,
     Extension(scope): Extension<RequestScope>,
-) -> ApiResult<Json<Value>> {
-    with_palace(backend, scope, |palace| Ok(Json(mempalace_mcp::shapes::kg_stats(&palace.kg_stats()?)))).await
+) -> ApiResult<Json<KgStatsShape>> {
+    with_palace(backend, scope, |palace| Ok(Json(KgStatsShape::of(&palace.kg_stats()?)))).await
+}
+
+/// The palace graph: MemPalace's `graph_stats` shape plus the explicit
+/// tunnels.
+#[derive(Debug, Serialize)]
+pub struct Graph {
+    /// The statistics.
+    #[serde(flatten)]
+    pub stats: GraphStatsShape,
+    /// Every explicit tunnel.
+    pub tunnels: Vec<TunnelShape>,
 }
 
 pub(crate) async fn graph(
     State(backend): State<Backend>,
     Extension(scope): Extension<RequestScope>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Graph>> {
     with_palace(backend, scope, |palace| {
-        let stats = palace.graph_stats()?;
-        let tunnels = palace.list_tunnels(None)?;
-        let mut value = mempalace_mcp::shapes::graph_stats(&stats);
-        value["tunnels"] = tunnels.iter().map(mempalace_mcp::shapes::tunnel).collect();
-        Ok(Json(value))
+        let stats = GraphStatsShape::of(&palace.graph_stats()?);
+        let tunnels = palace.list_tunnels(None)?.iter().map(TunnelShape::of).collect();
+        Ok(Json(Graph { stats, tunnels }))
     })
     .await
 }
@@ -989,13 +999,11 @@ pub(crate) async fn episodes(
     let limit = q.limit.unwrap_or(20).clamp(1, 200);
     with_palace(backend, scope, move |palace| {
         let user = palace.principal_id().map(str::to_string);
-        let list: Vec<Value> = match q.q.as_deref().filter(|t| !t.trim().is_empty()) {
-            Some(text) => palace
-                .search_episodes(text, None, user.as_deref(), limit, 0.0)?
-                .iter()
-                .map(mempalace_mcp::shapes::episode_hit)
-                .collect(),
-            None => palace.episodes(user.as_deref())?.iter().take(limit).map(mempalace_mcp::shapes::episode).collect(),
+        let list: Vec<EpisodeShape> = match q.q.as_deref().filter(|t| !t.trim().is_empty()) {
+            Some(text) => {
+                palace.search_episodes(text, None, user.as_deref(), limit, 0.0)?.iter().map(EpisodeShape::hit).collect()
+            }
+            None => palace.episodes(user.as_deref())?.iter().take(limit).map(EpisodeShape::of).collect(),
         };
         Ok(Json(serde_json::json!({ "episodes": list })))
     })
@@ -1006,16 +1014,15 @@ pub(crate) async fn episode(
     State(backend): State<Backend>,
     Extension(scope): Extension<RequestScope>,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
-    with_palace(backend, scope, move |palace| Ok(Json(mempalace_mcp::shapes::episode_detail(&palace.episode(&id)?))))
-        .await
+) -> ApiResult<Json<EpisodeShape>> {
+    with_palace(backend, scope, move |palace| Ok(Json(EpisodeShape::detail(&palace.episode(&id)?)))).await
 }
 
 pub(crate) async fn jobs(
     State(backend): State<Backend>,
     Extension(scope): Extension<RequestScope>,
-) -> ApiResult<Json<Value>> {
-    with_palace(backend, scope, |palace| Ok(Json(mempalace_mcp::shapes::pipeline(&palace.pipeline_counts()?)))).await
+) -> ApiResult<Json<PipelineShape>> {
+    with_palace(backend, scope, |palace| Ok(Json(PipelineShape::of(&palace.pipeline_counts()?)))).await
 }
 
 /// `GET /api/v1/conflicts`: what the cold path set aside.

@@ -21,7 +21,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::as_write_failure;
+use super::{as_write_failure, reply};
 use crate::context::Backend;
 use crate::registry::{Family, ToolError, ToolResult, ToolSpec};
 
@@ -368,10 +368,6 @@ pub struct PatchSubmitted {
     pub artifact: ArtifactRecordShape,
     /// Its `patch.ready` event.
     pub event: EventShape,
-}
-
-fn reply(value: impl Serialize) -> ToolResult {
-    serde_json::to_value(value).map_err(|error| ToolError::Internal(format!("shaping a coordination result: {error}")))
 }
 
 /// A writer's refusal: `{"success": false, "error": …}`.

@@ -8,13 +8,14 @@
 use mempalace_core::memory::{Speaker, Turn, turns_from_text};
 use mempalace_engine::memories::ExtractOptions;
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
-use super::required_text;
+use super::{reply, required_text};
 use crate::context::Backend;
 use crate::registry::{Family, ToolError, ToolResult, ToolSpec};
-use crate::shapes;
+use crate::shapes::{
+    DedupReportShape, EntityAliasShape, EpisodeShape, ExtractReportShape, MemoryShape, PruneReportShape, WriteFailure,
+};
 
 const F: Family = Family::Memory;
 
@@ -155,7 +156,7 @@ fn extract(backend: &Backend, p: Extract) -> ToolResult {
         ..ExtractOptions::default()
     };
     let report = backend.palace().extract_memories(&turns, &options)?;
-    Ok(shapes::extract_report(&report))
+    reply(ExtractReportShape::of(&report))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -168,7 +169,14 @@ struct List {
 
 fn list(backend: &Backend, p: List) -> ToolResult {
     let memories = backend.palace().memories(p.user_id.as_deref())?;
-    Ok(json!({"count": memories.len(), "memories": memories.iter().map(shapes::memory).collect::<Vec<_>>()}))
+    reply(MemoryList { count: memories.len(), memories: memories.iter().map(MemoryShape::of).collect() })
+}
+
+/// `memory_list_memories`: the user's memories.
+#[derive(Serialize)]
+struct MemoryList {
+    count: usize,
+    memories: Vec<MemoryShape>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -184,8 +192,23 @@ struct Inject {
 fn inject(backend: &Backend, p: Inject) -> ToolResult {
     let message = required_text("message", &p.message)?;
     let injection = backend.palace().inject_for(message, p.user_id.as_deref())?;
-    Ok(json!({"section": injection.section, "trivial": injection.trivial, "match_count": injection.match_count,
-        "top_score": injection.top_score}))
+    reply(Injected {
+        match_count: injection.match_count,
+        section: injection.section,
+        top_score: injection.top_score,
+        trivial: injection.trivial,
+    })
+}
+
+/// `memory_inject`: the section to put before the message, if any.
+#[derive(Serialize)]
+struct Injected {
+    match_count: usize,
+    /// Null when nothing is worth injecting.
+    section: Option<String>,
+    top_score: f64,
+    /// Whether the message was too trivial to look anything up for.
+    trivial: bool,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -219,19 +242,33 @@ fn episodes(backend: &Backend, p: Episodes) -> ToolResult {
             if user.is_some() && detail.episode.user_id.is_some() && detail.episode.user_id.as_deref() != user {
                 return Err(ToolError::param("episode_id", format!("no episode {id} for this user")));
             }
-            Ok(shapes::episode_detail(&detail))
+            reply(EpisodeShape::detail(&detail))
         }
         (None, Some(query)) => {
             let hits = backend.palace().search_episodes(required_text("query", &query)?, None, user, limit, 0.0)?;
-            let items: Vec<_> = hits.iter().map(shapes::episode_hit).collect();
-            Ok(json!({"query": query, "count": items.len(), "episodes": items}))
+            let episodes: Vec<_> = hits.iter().map(EpisodeShape::hit).collect();
+            reply(EpisodeList { count: episodes.len(), episodes, query: Some(query) })
         }
         (None, None) => {
             let mut episodes = backend.palace().episodes(user)?;
             episodes.truncate(limit);
-            Ok(json!({"count": episodes.len(), "episodes": episodes.iter().map(shapes::episode).collect::<Vec<_>>()}))
+            reply(EpisodeList {
+                count: episodes.len(),
+                episodes: episodes.iter().map(EpisodeShape::of).collect(),
+                query: None,
+            })
         }
     }
+}
+
+/// `memory_episodes`: episodes, newest first or ranked by a query.
+#[derive(Serialize)]
+struct EpisodeList {
+    count: usize,
+    episodes: Vec<EpisodeShape>,
+    /// The query, when the episodes were searched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    query: Option<String>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -243,7 +280,7 @@ struct Prune {
 }
 
 fn prune(backend: &Backend, p: Prune) -> ToolResult {
-    Ok(shapes::prune_report(&backend.palace().prune(p.dry_run.unwrap_or(true))?))
+    reply(PruneReportShape::of(&backend.palace().prune(p.dry_run.unwrap_or(true))?))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -257,8 +294,25 @@ fn restore(backend: &Backend, p: Restore) -> ToolResult {
     let text = required_text("drawer_id", &p.drawer_id)?;
     let id = mempalace_core::DrawerId::parse(text).map_err(|e| ToolError::param("drawer_id", e.to_string()))?;
     let drawer = backend.palace().restore(&id)?;
-    Ok(json!({"success": true, "drawer_id": drawer.id.as_str(), "status": drawer.status.as_str(),
-        "wing": drawer.wing.as_str(), "room": drawer.room.as_str(), "importance": drawer.importance.get()}))
+    reply(Restored {
+        drawer_id: drawer.id.as_str().to_string(),
+        importance: drawer.importance.get(),
+        room: drawer.room.as_str().to_string(),
+        status: drawer.status.as_str(),
+        success: true,
+        wing: drawer.wing.as_str().to_string(),
+    })
+}
+
+/// `memory_restore`: the drawer restored.
+#[derive(Serialize)]
+struct Restored {
+    drawer_id: String,
+    importance: f64,
+    room: String,
+    status: &'static str,
+    success: bool,
+    wing: String,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -270,7 +324,7 @@ struct KgDedup {
 }
 
 fn kg_dedup(backend: &Backend, p: KgDedup) -> ToolResult {
-    Ok(shapes::dedup_report(&backend.palace().dedup_entities(p.dry_run.unwrap_or(true))?))
+    reply(DedupReportShape::of(&backend.palace().dedup_entities(p.dry_run.unwrap_or(true))?))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -285,13 +339,27 @@ struct KgMerge {
 fn kg_merge(backend: &Backend, p: KgMerge) -> ToolResult {
     let alias = required_text("alias", &p.alias)?;
     let canonical = required_text("canonical", &p.canonical)?;
-    Ok(match backend.palace().merge_entities(alias, canonical)? {
+    reply(match backend.palace().merge_entities(alias, canonical)? {
         mempalace_store::MergeOutcome::Merged { triples, mentions } => {
-            json!({"success": true, "merged": true, "moved_triples": triples, "moved_mentions": mentions})
+            EntityMerged::Merged { merged: true, moved_mentions: mentions, moved_triples: triples, success: true }
         }
-        mempalace_store::MergeOutcome::AlreadyMerged => json!({"success": true, "merged": false, "already": true}),
-        other => json!({"success": false, "error": format!("{other:?}")}),
+        mempalace_store::MergeOutcome::AlreadyMerged => {
+            EntityMerged::AlreadyMerged { already: true, merged: false, success: true }
+        }
+        other => EntityMerged::Refused(WriteFailure::new(format!("{other:?}"))),
     })
+}
+
+/// `memory_kg_merge`: what merging an entity into another did.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum EntityMerged {
+    /// Merged: the facts and mentions moved.
+    Merged { merged: bool, moved_mentions: u64, moved_triples: u64, success: bool },
+    /// It was an alias of that entity already.
+    AlreadyMerged { already: bool, merged: bool, success: bool },
+    /// Not merged, and why.
+    Refused(WriteFailure),
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -303,8 +371,24 @@ struct KgUnmerge {
 
 fn kg_unmerge(backend: &Backend, p: KgUnmerge) -> ToolResult {
     let back = backend.palace().unmerge_entity(required_text("alias", &p.alias)?)?;
-    Ok(json!({"success": true, "canonical_id": back.canonical_id, "moved_triples": back.triples,
-        "mentions": back.mentions}))
+    reply(Unmerged {
+        canonical_id: back.canonical_id,
+        mentions: back.mentions,
+        moved_triples: back.triples,
+        success: true,
+    })
+}
+
+/// `memory_kg_unmerge`: the alias is its own entity again.
+#[derive(Serialize)]
+struct Unmerged {
+    /// The entity it was merged into.
+    canonical_id: String,
+    /// Drawers that mention it.
+    mentions: u64,
+    /// Facts moved back to it.
+    moved_triples: u64,
+    success: bool,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -325,7 +409,14 @@ fn kg_aliases(backend: &Backend, p: KgAliases) -> ToolResult {
             .entities_by_id(palace.workspace(), std::slice::from_ref(&alias.canonical_id))
             .map_err(mempalace_engine::EngineError::from)?
             .pop();
-        items.push(shapes::entity_alias(alias, name.as_ref().map(|e| e.name.as_str())));
+        items.push(EntityAliasShape::of(alias, name.as_ref().map(|e| e.name.as_str())));
     }
-    Ok(json!({"count": items.len(), "aliases": items}))
+    reply(AliasList { aliases: items, count: aliases.len() })
+}
+
+/// `memory_kg_aliases`: merged entities and what they stand for.
+#[derive(Serialize)]
+struct AliasList {
+    aliases: Vec<EntityAliasShape>,
+    count: usize,
 }

@@ -9,14 +9,16 @@ use mempalace_engine::drawers::DiaryEntry;
 use mempalace_engine::{ChunkOutcome, DeleteMode, EngineError, IngestRequest, SearchHit, SearchMode, SearchRequest};
 use mempalace_store::{DrawerFilter, Taxonomy};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::mempalace::{FindTunnels, NoParams, direction, graph_stats, kg_stats, room_not_found, round, tunnel_rooms};
-use super::{content, date, drawer_id, failure, opt_room, opt_wing, preview, required_text, room, ts, wing, within};
-use crate::context::Backend;
+use super::{
+    content, date, drawer_id, failure, opt_room, opt_wing, preview, reply, required_text, room, ts, wing, within,
+};
+use crate::context::{Backend, QueueStatus};
 use crate::registry::{Family, ToolError, ToolResult, ToolSpec};
-use crate::shapes;
+use crate::shapes::{EpisodeShape, FactShape, PipelineShape, ReachedShape, TaxonomyTree, TunnelRoomShape};
 
 const F: Family = Family::Memory;
 /// Wing of every `memory_diary_write` entry.
@@ -166,35 +168,77 @@ pub fn tools() -> Vec<ToolSpec> {
     ]
 }
 
-fn wings(taxonomy: &Taxonomy) -> Vec<Value> {
-    taxonomy.wings.iter().map(|(w, c)| json!({"wing": w, "count": c.drawers})).collect()
+/// A wing and its drawer count.
+#[derive(Serialize)]
+struct WingCount {
+    count: u64,
+    wing: String,
 }
 
-fn rooms(taxonomy: &Taxonomy, only: Option<&str>) -> Vec<Value> {
+/// A room of a wing and its drawer count.
+#[derive(Serialize)]
+struct RoomCount {
+    count: u64,
+    room: String,
+    wing: String,
+}
+
+fn wings(taxonomy: &Taxonomy) -> Vec<WingCount> {
+    taxonomy.wings.iter().map(|(w, c)| WingCount { count: c.drawers, wing: w.clone() }).collect()
+}
+
+fn rooms(taxonomy: &Taxonomy, only: Option<&str>) -> Vec<RoomCount> {
     taxonomy
         .wings
         .iter()
         .filter(|(w, _)| only.is_none_or(|o| o == w.as_str()))
-        .flat_map(|(w, c)| c.rooms.iter().map(move |(r, n)| json!({"wing": w, "room": r, "count": n})))
+        .flat_map(|(w, c)| c.rooms.iter().map(move |(r, n)| RoomCount { count: *n, room: r.clone(), wing: w.clone() }))
         .collect()
 }
 
 fn status(backend: &Backend, _: NoParams) -> ToolResult {
     let status = backend.palace().status()?;
     let taxonomy = &status.taxonomy;
-    let mut out = json!({"total_drawers": taxonomy.total_drawers, "wings": wings(taxonomy), "rooms": rooms(taxonomy, None),
-        "pipeline": shapes::pipeline(&status.pipeline)});
-    if let Some(queue) = backend.queue_status() {
-        out["ingest_queue"] = json!(queue);
-    }
-    if let Some(usage) = backend.palace().llm().and_then(|llm| llm.usage_report()) {
-        out["llm"] = usage;
-    }
-    Ok(out)
+    reply(MemoryStatus {
+        ingest_queue: backend.queue_status(),
+        llm: backend.palace().llm().and_then(|llm| llm.usage_report()),
+        pipeline: PipelineShape::of(&status.pipeline),
+        rooms: rooms(taxonomy, None),
+        total_drawers: taxonomy.total_drawers,
+        wings: wings(taxonomy),
+    })
+}
+
+/// `memory_status`: counts, the cold path, the ingestion queue and the
+/// language model's usage.
+#[derive(Serialize)]
+struct MemoryStatus {
+    /// Absent without an ingestion pool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ingest_queue: Option<QueueStatus>,
+    /// The model client's own report; absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    llm: Option<Value>,
+    pipeline: PipelineShape,
+    rooms: Vec<RoomCount>,
+    total_drawers: u64,
+    wings: Vec<WingCount>,
+}
+
+/// `memory_list_wings`.
+#[derive(Serialize)]
+struct WingList {
+    wings: Vec<WingCount>,
+}
+
+/// `memory_list_rooms`.
+#[derive(Serialize)]
+struct RoomList {
+    rooms: Vec<RoomCount>,
 }
 
 fn list_wings(backend: &Backend, _: NoParams) -> ToolResult {
-    Ok(json!({"wings": wings(&backend.palace().status()?.taxonomy)}))
+    reply(WingList { wings: wings(&backend.palace().status()?.taxonomy) })
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -208,21 +252,58 @@ struct ListRooms {
 fn list_rooms(backend: &Backend, p: ListRooms) -> ToolResult {
     let wing = opt_wing("wing", p.wing.as_deref())?;
     let taxonomy = backend.palace().status()?.taxonomy;
-    Ok(json!({"rooms": rooms(&taxonomy, wing.as_ref().map(|w| w.as_str()))}))
+    reply(RoomList { rooms: rooms(&taxonomy, wing.as_ref().map(|w| w.as_str())) })
 }
 
 fn get_taxonomy(backend: &Backend, _: NoParams) -> ToolResult {
-    Ok(json!({"taxonomy": shapes::taxonomy(&backend.palace().status()?.taxonomy)}))
+    reply(TaxonomyTree::of(&backend.palace().status()?.taxonomy))
 }
 
-fn brief(hit: &SearchHit) -> Value {
+/// A drawer as `memory_search` and `memory_check_duplicate` list it.
+#[derive(Serialize)]
+struct DrawerBrief {
+    /// The text (its first 200 characters in a duplicate check).
+    content: String,
+    /// What the text checked adds to the drawer (duplicate checks, when it
+    /// adds something).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    differs: Option<Vec<String>>,
+    filed_at: String,
+    id: String,
+    importance: f64,
+    memory_type: Option<&'static str>,
+    room: String,
+    /// The search's score (searches only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    score: Option<f64>,
+    /// Cosine similarity, 4 places (null: found by keywords only).
+    similarity: Option<f64>,
+    wing: String,
+}
+
+impl DrawerBrief {
+    fn of(d: &mempalace_core::Drawer, content: String, similarity: Option<f32>) -> Self {
+        Self {
+            content,
+            differs: None,
+            filed_at: ts(&d.filed_at),
+            id: d.id.as_str().to_string(),
+            importance: d.importance.get(),
+            memory_type: d.memory_type.map(|t| t.as_str()),
+            room: d.room.as_str().to_string(),
+            score: None,
+            similarity: similarity.map(|s| round(f64::from(s), 4)),
+            wing: d.wing.as_str().to_string(),
+        }
+    }
+}
+
+fn brief(hit: &SearchHit) -> DrawerBrief {
     let d = &hit.drawer;
-    json!({
-        "id": d.id.as_str(), "wing": d.wing.as_str(), "room": d.room.as_str(), "content": d.content.as_str(),
-        "memory_type": d.memory_type.map(|t| t.as_str()), "importance": d.importance.get(),
-        "similarity": hit.similarity.map(|s| round(f64::from(s), 4)), "score": round(hit.score, 4),
-        "filed_at": ts(&d.filed_at),
-    })
+    DrawerBrief {
+        score: Some(round(hit.score, 4)),
+        ..DrawerBrief::of(d, d.content.as_str().to_string(), hit.similarity)
+    }
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -272,12 +353,17 @@ fn search(backend: &Backend, p: Search) -> ToolResult {
         user_first: p.user_first.unwrap_or(false),
         ..SearchRequest::default()
     })?;
-    let results: Vec<Value> = outcome.hits.iter().map(brief).collect();
     let (mode, reason) = match &outcome.mode {
         SearchMode::Hybrid => ("hybrid", None),
         SearchMode::LexicalOnly(reason) => ("lexical", Some(reason.clone())),
     };
-    let mut answer = json!({"results": results, "count": outcome.hits.len(), "mode": mode, "degraded_reason": reason});
+    let mut answer = MemorySearch {
+        count: outcome.hits.len(),
+        degraded_reason: reason,
+        episodes: None,
+        mode,
+        results: outcome.hits.iter().map(brief).collect(),
+    };
     if p.include_episodes {
         let user = viewer.as_deref();
         let hits = backend.palace().search_episodes(
@@ -287,9 +373,23 @@ fn search(backend: &Backend, p: Search) -> ToolResult {
             EPISODES_IN_SEARCH,
             EPISODE_RELEVANCE,
         )?;
-        answer["episodes"] = hits.iter().map(crate::shapes::episode_hit).collect();
+        answer.episodes = Some(hits.iter().map(EpisodeShape::hit).collect());
     }
-    Ok(answer)
+    reply(answer)
+}
+
+/// `memory_search`: the hits, and how the search ran.
+#[derive(Serialize)]
+struct MemorySearch {
+    count: usize,
+    /// Why vectors could not be used (null: they were).
+    degraded_reason: Option<String>,
+    /// Related episodes, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    episodes: Option<Vec<EpisodeShape>>,
+    /// `hybrid` or `lexical`.
+    mode: &'static str,
+    results: Vec<DrawerBrief>,
 }
 
 /// Episodes `memory_search` adds with `include_episodes`, at most.
@@ -316,24 +416,35 @@ fn check_duplicate(backend: &Backend, p: CheckDuplicate) -> ToolResult {
     // a new fact, not a duplicate (the rule filing uses).
     let (mut duplicates, mut similar) = (Vec::new(), Vec::new());
     for (d, s) in palace.similar(text, 5)?.into_iter().filter(|(_, s)| f64::from(*s) >= threshold) {
-        let mut entry = json!({
-            "id": d.id.as_str(), "wing": d.wing.as_str(), "room": d.room.as_str(),
-            "content": preview(d.content.as_str(), 200), "memory_type": d.memory_type.map(|t| t.as_str()),
-            "importance": d.importance.get(), "similarity": round(f64::from(s), 4), "filed_at": ts(&d.filed_at),
-        });
+        let entry = DrawerBrief::of(&d, preview(d.content.as_str(), 200), Some(s));
         match mempalace_core::dedup::judge(text, d.content.as_str()) {
             mempalace_core::dedup::Verdict::Duplicate => duplicates.push(entry),
             mempalace_core::dedup::Verdict::Distinct(differs) => {
-                entry["differs"] = json!(differs);
-                similar.push(entry);
+                similar.push(DrawerBrief { differs: Some(differs), ..entry });
             }
         }
     }
-    let mut value = json!({"has_duplicate": !duplicates.is_empty(), "duplicates": duplicates, "similar": similar});
-    if palace.embedder().is_none() {
-        value["degraded_reason"] = json!("no embedding model is available; similarity cannot be checked");
-    }
-    Ok(value)
+    reply(DuplicateReport {
+        degraded_reason: palace
+            .embedder()
+            .is_none()
+            .then_some("no embedding model is available; similarity cannot be checked"),
+        has_duplicate: !duplicates.is_empty(),
+        duplicates,
+        similar,
+    })
+}
+
+/// `memory_check_duplicate`: drawers the text adds nothing to, and
+/// resembling ones it adds to.
+#[derive(Serialize)]
+struct DuplicateReport {
+    /// Why nothing could be compared; absent when vectors were used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    degraded_reason: Option<&'static str>,
+    duplicates: Vec<DrawerBrief>,
+    has_duplicate: bool,
+    similar: Vec<DrawerBrief>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -351,14 +462,26 @@ fn traverse(backend: &Backend, p: Traverse) -> ToolResult {
     let start = required_text("start_room", &p.start_room)?;
     let hops = within("max_hops", p.max_hops.unwrap_or(3), 1, 5)? as usize;
     let reached = backend.palace().traverse(start, Some(hops)).map_err(room_not_found)?;
-    Ok(json!({"rooms": reached.iter().map(shapes::reached).collect::<Vec<_>>(), "count": reached.len()}))
+    reply(RoomsReached { count: reached.len(), rooms: reached.iter().map(ReachedShape::of).collect() })
+}
+
+/// `memory_traverse`: the rooms reached.
+#[derive(Serialize)]
+struct RoomsReached {
+    count: usize,
+    rooms: Vec<ReachedShape>,
 }
 
 fn find_tunnels(backend: &Backend, p: FindTunnels) -> ToolResult {
     let rooms = tunnel_rooms(backend, p)?;
-    let tunnels: Vec<Value> =
-        rooms.iter().map(|r| json!({"room": r.room, "wings": r.wings, "halls": r.halls, "count": r.count})).collect();
-    Ok(json!({"tunnels": tunnels, "count": rooms.len()}))
+    reply(TunnelRooms { count: rooms.len(), tunnels: rooms.iter().map(TunnelRoomShape::without_recent).collect() })
+}
+
+/// `memory_find_tunnels`: rooms bridging wings.
+#[derive(Serialize)]
+struct TunnelRooms {
+    count: usize,
+    tunnels: Vec<TunnelRoomShape>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -388,7 +511,7 @@ fn queue(backend: &Backend, request: IngestRequest) -> Option<ToolResult> {
     use mempalace_engine::pool::SubmitError;
     let pool = backend.ingest_pool()?;
     Some(match pool.submit(request) {
-        Ok(()) => Ok(json!({"success": true, "queued": true, "ingest_queue": backend.queue_status()})),
+        Ok(()) => reply(Queued { ingest_queue: backend.queue_status(), queued: true, success: true }),
         Err(SubmitError::QueueFull) => Err(ToolError::Failed(json!({
             "success": false,
             "queued": false,
@@ -397,6 +520,14 @@ fn queue(backend: &Backend, request: IngestRequest) -> Option<ToolResult> {
         }))),
         Err(SubmitError::ShutDown) => Err(failure("the server is shutting down: nothing was filed")),
     })
+}
+
+/// A text accepted by the ingestion pool (filed later).
+#[derive(Serialize)]
+struct Queued {
+    ingest_queue: Option<QueueStatus>,
+    queued: bool,
+    success: bool,
 }
 
 fn add_drawer(backend: &Backend, p: AddDrawer) -> ToolResult {
@@ -439,7 +570,41 @@ fn file_now(backend: &Backend, request: IngestRequest) -> ToolResult {
         }
     };
     let memory_type = palace.drawer(&id).ok().and_then(|d| d.memory_type).map(|t| t.as_str());
-    Ok(json!({"drawer_id": id.as_str(), "memory_type": memory_type, "chunks": report.chunks.len(), "info": info}))
+    reply(FiledNow { chunks: report.chunks.len(), drawer_id: id.as_str().to_string(), info, memory_type })
+}
+
+/// A text filed at once (`memory_add_drawer`, `memory_ingest_turn`).
+#[derive(Serialize)]
+struct FiledNow {
+    chunks: usize,
+    /// The first drawer (or the one it duplicates).
+    drawer_id: String,
+    info: &'static str,
+    memory_type: Option<&'static str>,
+}
+
+/// An acknowledgement: `{"info": …}` plus what it is about.
+#[derive(Serialize)]
+struct Done {
+    /// `memory_kg_invalidate`: facts ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    count: Option<usize>,
+    /// `memory_delete_drawer`: always true.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deleted: Option<bool>,
+    /// `memory_diary_write`: the entry's drawer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    drawer_id: Option<String>,
+    info: &'static str,
+    /// `memory_kg_add`: the fact.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    triple_id: Option<String>,
+}
+
+impl Done {
+    fn info(info: &'static str) -> Self {
+        Self { count: None, deleted: None, drawer_id: None, info, triple_id: None }
+    }
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -474,7 +639,7 @@ fn ingest_turn(backend: &Backend, p: IngestTurn) -> ToolResult {
     let mut request =
         IngestRequest::new(wing("wing", &p.wing)?, room, text.as_str(), p.agent.unwrap_or_else(|| "mcp".into()));
     request.session_id = p.session_id.filter(|s| !s.trim().is_empty());
-    request.context.insert("unit".into(), json!("exchange"));
+    request.context.insert("unit".into(), "exchange".into());
     match queue(backend, request.clone()) {
         Some(answer) => answer,
         None => file_now(backend, request),
@@ -495,7 +660,7 @@ fn delete_drawer(backend: &Backend, p: DeleteDrawer) -> ToolResult {
     let id = drawer_id("drawer_id", &p.drawer_id)?;
     // A paragraph of a memory file leaves its file too (the drawer is kept, hidden).
     match mempalace_feed::memory::delete_drawer(backend.palace(), &id, DeleteMode::Soft { reason: p.reason }) {
-        Ok(()) => Ok(json!({"deleted": true, "info": "drawer deleted"})),
+        Ok(()) => reply(Done { deleted: Some(true), ..Done::info("drawer deleted") }),
         Err(mempalace_feed::FeedError::Engine(EngineError::NotFound { .. })) => Err(ToolError::Failed(
             json!({"deleted": false, "error": format!("drawer not found: {id}"), "info": "failed to delete drawer"}),
         )),
@@ -513,7 +678,7 @@ struct SetIdentity {
 fn set_identity(backend: &Backend, p: SetIdentity) -> ToolResult {
     let identity = Identity::parse(p.content.as_str()).map_err(|e| ToolError::param("content", e))?;
     backend.palace().set_identity(&identity)?;
-    Ok(json!({"info": "identity set"}))
+    reply(Done::info("identity set"))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -533,7 +698,19 @@ fn kg_query(backend: &Backend, p: KgQuery) -> ToolResult {
     let entity = required_text("entity", &p.entity)?;
     let as_of = date("as_of", p.as_of.as_deref(), DayEdge::Start)?;
     let facts = backend.palace().kg_query(entity, as_of, direction(p.direction.as_deref())?)?;
-    Ok(json!({"entity": entity, "results": facts.iter().map(shapes::fact).collect::<Vec<_>>(), "count": facts.len()}))
+    reply(EntityFacts {
+        count: facts.len(),
+        entity: entity.to_string(),
+        results: facts.iter().map(FactShape::of).collect(),
+    })
+}
+
+/// `memory_kg_query`: an entity's facts.
+#[derive(Serialize)]
+struct EntityFacts {
+    count: usize,
+    entity: String,
+    results: Vec<FactShape>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -576,7 +753,7 @@ fn kg_add(backend: &Backend, p: KgAdd) -> ToolResult {
     } else {
         "triple added"
     };
-    Ok(json!({"triple_id": outcome.id(), "info": info}))
+    reply(Done { triple_id: Some(outcome.id().to_string()), ..Done::info(info) })
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -604,7 +781,7 @@ fn kg_invalidate(backend: &Backend, p: KgInvalidate) -> ToolResult {
     if count == 0 {
         return Err(ToolError::Failed(json!({"info": "no current triple matched", "count": 0})));
     }
-    Ok(json!({"info": "triple invalidated", "count": count}))
+    reply(Done { count: Some(count), ..Done::info("triple invalidated") })
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -618,7 +795,14 @@ struct KgTimeline {
 fn kg_timeline(backend: &Backend, p: KgTimeline) -> ToolResult {
     let entity = p.entity.as_deref().map(str::trim).filter(|e| !e.is_empty());
     let facts = backend.palace().kg_timeline(entity)?;
-    Ok(json!({"events": facts.iter().map(shapes::fact).collect::<Vec<_>>(), "count": facts.len()}))
+    reply(FactEvents { count: facts.len(), events: facts.iter().map(FactShape::of).collect() })
+}
+
+/// `memory_kg_timeline`: facts in time order.
+#[derive(Serialize)]
+struct FactEvents {
+    count: usize,
+    events: Vec<FactShape>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -649,7 +833,7 @@ fn diary_write(backend: &Backend, p: DiaryWrite) -> ToolResult {
         wing: wing("wing", DIARY_WING)?,
         context: serde_json::Map::new(),
     })?;
-    Ok(json!({"drawer_id": id.as_str(), "info": "diary entry written"}))
+    reply(Done { drawer_id: Some(id.as_str().to_string()), ..Done::info("diary entry written") })
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -667,13 +851,36 @@ fn diary_read(backend: &Backend, p: DiaryRead) -> ToolResult {
     let agent = required_text("agent_name", &p.agent_name)?;
     let last_n = within("last_n", p.last_n.unwrap_or(10), 1, 100)? as usize;
     let page = backend.palace().diary_read(agent, Some(DIARY_WING), None, last_n)?;
-    let entries: Vec<Value> = page
+    let entries = page
         .entries
         .iter()
-        .map(|d| {
-            json!({"id": d.id.as_str(), "content": d.content.as_str(), "hall": d.hall.as_ref().map(|h| h.as_str()),
-                   "topic": d.room.as_str(), "filed_at": ts(&d.filed_at)})
+        .map(|d| DiaryLine {
+            content: d.content.as_str().to_string(),
+            filed_at: ts(&d.filed_at),
+            hall: d.hall.as_ref().map(|h| h.as_str().to_string()),
+            id: d.id.as_str().to_string(),
+            topic: d.room.as_str().to_string(),
         })
         .collect();
-    Ok(json!({"entries": entries, "count": page.entries.len(), "total": page.total}))
+    reply(DiaryPage { count: page.entries.len(), entries, total: page.total })
+}
+
+/// `memory_diary_read`: the newest entries.
+#[derive(Serialize)]
+struct DiaryPage {
+    count: usize,
+    entries: Vec<DiaryLine>,
+    total: usize,
+}
+
+/// A `memory_diary_read` entry.
+#[derive(Serialize)]
+struct DiaryLine {
+    content: String,
+    filed_at: String,
+    /// The agent.
+    hall: Option<String>,
+    id: String,
+    /// The room it is filed in.
+    topic: String,
 }

@@ -8,10 +8,9 @@
 
 use mempalace_feed::memory::{self, MemoryNote, NoteTarget};
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
-use super::{failure, required_text};
+use super::{failure, reply, required_text};
 use crate::context::Backend;
 use crate::registry::{Family, ToolError, ToolResult, ToolSpec};
 
@@ -84,14 +83,31 @@ fn get(backend: &Backend, p: Get) -> ToolResult {
     let from = positive("from", p.from)?;
     let lines = positive("lines", p.lines)?;
     let read = memory::read(root(backend)?, path, user(p.user_id).as_deref(), from, lines)?;
-    Ok(json!({
-        "path": read.path,
-        "scope": read.scope,
-        "from": read.from,
-        "to": read.to,
-        "total_lines": read.total_lines,
-        "text": read.text,
-    }))
+    reply(MemoryText {
+        from: read.from,
+        path: read.path,
+        scope: read.scope,
+        text: read.text,
+        to: read.to,
+        total_lines: read.total_lines,
+    })
+}
+
+/// `memory_get`: a memory file, or lines of it.
+#[derive(Serialize)]
+struct MemoryText {
+    /// First line returned (1-based).
+    from: usize,
+    /// The file, as asked.
+    path: String,
+    /// `user` or `shared`: whose file answered.
+    scope: &'static str,
+    /// The lines, verbatim.
+    text: String,
+    /// Last line returned.
+    to: usize,
+    /// Lines in the file.
+    total_lines: usize,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -122,5 +138,14 @@ fn append(backend: &Backend, p: Append) -> ToolResult {
     let note = MemoryNote { text: content.to_string(), target, user: user(p.user_id), wing: None, agent: "mcp".into() };
     let added = memory::add(backend.palace(), root(backend)?, &note)
         .map_err(|error| super::as_write_failure(ToolError::from(error)))?;
-    Ok(json!({"success": true, "path": added.path, "drawer_ids": added.drawer_ids}))
+    reply(Appended { drawer_ids: added.drawer_ids, path: added.path, success: true })
+}
+
+/// `memory_append`: the file appended to and the paragraphs' drawers.
+#[derive(Serialize)]
+struct Appended {
+    drawer_ids: Vec<String>,
+    /// The file, under the memory root.
+    path: String,
+    success: bool,
 }

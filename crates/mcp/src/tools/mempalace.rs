@@ -6,6 +6,8 @@
 //! that does not exist) come back in MemPalace's `{"error": …}` or
 //! `{"success": false, "error": …}` shapes, flagged `isError`.
 
+use std::collections::BTreeMap;
+
 use mempalace_core::dedup::{Verdict, judge};
 use mempalace_core::layers::ResultLimit;
 use mempalace_core::query::sanitize_query;
@@ -17,16 +19,19 @@ use mempalace_engine::{ChunkOutcome, DeleteMode, EngineError, IngestRequest, Sea
 use mempalace_feed::FeedError;
 use mempalace_store::{Direction, DrawerFilter, TripleOutcome};
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 use super::{
-    as_write_failure, basename, content, date, drawer_id, failure, opt_room, opt_wing, preview, required_text, room,
-    ts, wing, within,
+    as_write_failure, basename, content, date, drawer_id, failure, opt_room, opt_wing, preview, reply, required_text,
+    room, ts, wing, within,
 };
 use crate::context::Backend;
 use crate::registry::{Family, ToolError, ToolResult, ToolSpec};
-use crate::shapes;
+use crate::shapes::{
+    self, DiaryWritten, DrawerAdded, DrawerShape, DuplicateMatch, FactShape, GraphStatsShape, KgStatsShape, Noise,
+    ReachedShape, TaxonomyTree, TunnelRoomShape, TunnelShape,
+};
 use crate::texts::{AAAK_SPEC, PALACE_PROTOCOL};
 
 const F: Family = Family::Mempalace;
@@ -232,22 +237,39 @@ pub fn tools() -> Vec<ToolSpec> {
 #[serde(deny_unknown_fields)]
 pub(crate) struct NoParams {}
 
+/// `mempalace_status`: counts, the memory protocol and the AAAK spec.
+#[derive(Serialize)]
+struct PalaceStatus {
+    aaak_dialect: &'static str,
+    palace_path: String,
+    protocol: &'static str,
+    rooms: BTreeMap<String, u64>,
+    total_drawers: u64,
+    wings: BTreeMap<String, u64>,
+}
+
 fn status(backend: &Backend, _: NoParams) -> ToolResult {
     let taxonomy = backend.palace().taxonomy()?;
     let (wings, rooms) = shapes::wing_and_room_counts(&taxonomy);
-    Ok(json!({
-        "total_drawers": taxonomy.total_drawers,
-        "wings": wings,
-        "rooms": rooms,
-        "palace_path": backend.location(),
-        "protocol": PALACE_PROTOCOL,
-        "aaak_dialect": AAAK_SPEC,
-    }))
+    reply(PalaceStatus {
+        aaak_dialect: AAAK_SPEC,
+        palace_path: backend.location().to_string(),
+        protocol: PALACE_PROTOCOL,
+        rooms,
+        total_drawers: taxonomy.total_drawers,
+        wings,
+    })
+}
+
+/// `mempalace_list_wings`: drawers per wing.
+#[derive(Serialize)]
+struct WingCounts {
+    wings: BTreeMap<String, u64>,
 }
 
 fn list_wings(backend: &Backend, _: NoParams) -> ToolResult {
     let taxonomy = backend.palace().taxonomy()?;
-    Ok(json!({"wings": shapes::wing_and_room_counts(&taxonomy).0}))
+    reply(WingCounts { wings: shapes::wing_and_room_counts(&taxonomy).0 })
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -258,29 +280,34 @@ struct ListRooms {
     wing: Option<String>,
 }
 
+/// `mempalace_list_rooms`: drawers per room of a wing (or of all).
+#[derive(Serialize)]
+struct RoomCounts {
+    rooms: BTreeMap<String, u64>,
+    wing: String,
+}
+
 fn list_rooms(backend: &Backend, p: ListRooms) -> ToolResult {
     let wing = opt_wing("wing", p.wing.as_deref())?;
     let taxonomy = backend.palace().taxonomy()?;
-    let mut rooms = Map::new();
-    for (name, counts) in &taxonomy.wings {
-        if wing.as_ref().is_some_and(|w| w.as_str() != name) {
-            continue;
-        }
-        for (room, n) in &counts.rooms {
-            let total = rooms.get(room).and_then(Value::as_u64).unwrap_or(0) + n;
-            rooms.insert(room.clone(), json!(total));
-        }
-    }
-    Ok(json!({"wing": wing.as_ref().map_or("all", |w| w.as_str()), "rooms": rooms}))
+    reply(RoomCounts {
+        rooms: shapes::room_counts(&taxonomy, wing.as_ref().map(|w| w.as_str())),
+        wing: wing.as_ref().map_or("all", |w| w.as_str()).to_string(),
+    })
 }
 
 fn get_taxonomy(backend: &Backend, _: NoParams) -> ToolResult {
-    let taxonomy = backend.palace().taxonomy()?;
-    Ok(json!({"taxonomy": shapes::taxonomy(&taxonomy)}))
+    reply(TaxonomyTree::of(&backend.palace().taxonomy()?))
+}
+
+/// `mempalace_get_aaak_spec`.
+#[derive(Serialize)]
+struct AaakSpec {
+    aaak_spec: &'static str,
 }
 
 fn get_aaak_spec(_: &Backend, _: NoParams) -> ToolResult {
-    Ok(json!({"aaak_spec": AAAK_SPEC}))
+    reply(AaakSpec { aaak_spec: AAAK_SPEC })
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -309,12 +336,21 @@ fn kg_query(backend: &Backend, p: KgQuery) -> ToolResult {
     let entity = required_text("entity", &p.entity)?;
     let as_of = date("as_of", p.as_of.as_deref(), DayEdge::Start)?;
     let facts = backend.palace().kg_query(entity, as_of, direction(p.direction.as_deref())?)?;
-    Ok(json!({
-        "entity": entity,
-        "as_of": p.as_of.filter(|t| !t.trim().is_empty()),
-        "facts": facts.iter().map(shapes::fact).collect::<Vec<_>>(),
-        "count": facts.len(),
-    }))
+    reply(KgFacts {
+        as_of: p.as_of.filter(|t| !t.trim().is_empty()),
+        count: facts.len(),
+        entity: entity.to_string(),
+        facts: facts.iter().map(FactShape::of).collect(),
+    })
+}
+
+/// `mempalace_kg_query`: an entity's facts.
+#[derive(Serialize)]
+struct KgFacts {
+    as_of: Option<String>,
+    count: usize,
+    entity: String,
+    facts: Vec<FactShape>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -361,16 +397,28 @@ fn kg_add(backend: &Backend, p: KgAdd) -> ToolResult {
         .kg_add(subject, predicate, object, from, to, None, source_drawer, source)
         .map_err(ToolError::from)
         .map_err(as_write_failure)?;
-    let mut value = json!({
-        "success": true,
-        "triple_id": outcome.id(),
-        "fact": format!("{subject} → {predicate} → {object}"),
-        "existing": matches!(outcome, TripleOutcome::Existing(_)),
-    });
-    if let TripleOutcome::Dated { replaced, .. } = &outcome {
-        value["dated"] = json!(replaced);
-    }
-    Ok(value)
+    reply(FactAdded {
+        dated: match &outcome {
+            TripleOutcome::Dated { replaced, .. } => Some(replaced.clone()),
+            _ => None,
+        },
+        existing: matches!(outcome, TripleOutcome::Existing(_)),
+        fact: format!("{subject} → {predicate} → {object}"),
+        success: true,
+        triple_id: outcome.id().to_string(),
+    })
+}
+
+/// `mempalace_kg_add`: the fact stored (or found).
+#[derive(Serialize)]
+struct FactAdded {
+    /// The undated fact this one replaced, when it replaced one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dated: Option<String>,
+    existing: bool,
+    fact: String,
+    success: bool,
+    triple_id: String,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -403,12 +451,18 @@ fn kg_invalidate(backend: &Backend, p: KgInvalidate) -> ToolResult {
             "no current fact {subject} → {predicate} → {object} to end; check it with mempalace_kg_query"
         ))));
     }
-    Ok(json!({
-        "success": true,
-        "fact": format!("{subject} → {predicate} → {object}"),
-        "ended": ts(&ended),
-        "count": count,
-    }))
+    reply(FactEnded {
+        count, ended: ts(&ended), fact: format!("{subject} → {predicate} → {object}"), success: true
+    })
+}
+
+/// `mempalace_kg_invalidate`: the facts ended.
+#[derive(Serialize)]
+struct FactEnded {
+    count: usize,
+    ended: String,
+    fact: String,
+    success: bool,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -432,19 +486,30 @@ fn kg_timeline(backend: &Backend, p: KgTimeline) -> ToolResult {
     let limit = within("limit", p.limit.unwrap_or(100), 1, 100)? as usize;
     let offset = within("offset", p.offset.unwrap_or(0), 0, i64::from(u32::MAX))? as usize;
     let facts = backend.palace().kg_timeline(entity)?;
-    let page: Vec<Value> = facts.iter().skip(offset).take(limit).map(shapes::fact).collect();
-    Ok(json!({
-        "entity": entity.unwrap_or("all"),
-        "count": page.len(),
-        "timeline": page,
-        "total": facts.len(),
-        "offset": offset,
-        "limit": limit,
-    }))
+    let timeline: Vec<FactShape> = facts.iter().skip(offset).take(limit).map(FactShape::of).collect();
+    reply(TimelinePage {
+        count: timeline.len(),
+        entity: entity.unwrap_or("all").to_string(),
+        limit,
+        offset,
+        timeline,
+        total: facts.len(),
+    })
+}
+
+/// `mempalace_kg_timeline`: a page of facts in time order.
+#[derive(Serialize)]
+struct TimelinePage {
+    count: usize,
+    entity: String,
+    limit: usize,
+    offset: usize,
+    timeline: Vec<FactShape>,
+    total: usize,
 }
 
 pub(crate) fn kg_stats(backend: &Backend, _: NoParams) -> ToolResult {
-    Ok(shapes::kg_stats(&backend.palace().kg_stats()?))
+    reply(KgStatsShape::of(&backend.palace().kg_stats()?))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -470,7 +535,7 @@ fn traverse(backend: &Backend, p: Traverse) -> ToolResult {
     let start = required_text("start_room", &p.start_room)?;
     let hops = p.max_hops.map(|h| within("max_hops", h, 1, 10)).transpose()?.map(|h| h as usize);
     let reached = backend.palace().traverse(start, hops).map_err(room_not_found)?;
-    Ok(Value::Array(reached.iter().map(shapes::reached).collect()))
+    reply(reached.iter().map(ReachedShape::of).collect::<Vec<_>>())
 }
 
 /// A wing pair, both optional.
@@ -494,11 +559,11 @@ pub(crate) fn tunnel_rooms(backend: &Backend, p: FindTunnels) -> Result<Vec<Tunn
 
 fn find_tunnels(backend: &Backend, p: FindTunnels) -> ToolResult {
     let rooms = tunnel_rooms(backend, p)?;
-    Ok(Value::Array(rooms.iter().map(shapes::tunnel_room).collect()))
+    reply(rooms.iter().map(TunnelRoomShape::of).collect::<Vec<_>>())
 }
 
 pub(crate) fn graph_stats(backend: &Backend, _: NoParams) -> ToolResult {
-    Ok(shapes::graph_stats(&backend.palace().graph_stats()?))
+    reply(GraphStatsShape::of(&backend.palace().graph_stats()?))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -536,14 +601,11 @@ fn create_tunnel(backend: &Backend, p: CreateTunnel) -> ToolResult {
     }
     let label = p.label.filter(|l| !l.trim().is_empty());
     let (tunnel, created) = palace.create_tunnel(from, to, label, Some("mcp".into()))?;
-    let mut value = shapes::tunnel(&tunnel);
-    for (end, id) in [("source", p.source_drawer_id), ("target", p.target_drawer_id)] {
-        if let Some(id) = id.filter(|i| !i.trim().is_empty()) {
-            value[end]["drawer_id"] = json!(id);
-        }
-    }
-    value["created"] = json!(created);
-    Ok(value)
+    let mut shape = TunnelShape::of(&tunnel);
+    shape.source.drawer_id = p.source_drawer_id.filter(|i| !i.trim().is_empty());
+    shape.target.drawer_id = p.target_drawer_id.filter(|i| !i.trim().is_empty());
+    shape.created = Some(created);
+    reply(shape)
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -557,7 +619,7 @@ struct ListTunnels {
 fn list_tunnels(backend: &Backend, p: ListTunnels) -> ToolResult {
     let wing = opt_wing("wing", p.wing.as_deref())?;
     let tunnels = backend.palace().list_tunnels(wing.as_ref().map(|w| w.as_str()))?;
-    Ok(Value::Array(tunnels.iter().map(shapes::tunnel).collect()))
+    reply(tunnels.iter().map(TunnelShape::of).collect::<Vec<_>>())
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -570,7 +632,13 @@ struct DeleteTunnel {
 fn delete_tunnel(backend: &Backend, p: DeleteTunnel) -> ToolResult {
     let id = required_text("tunnel_id", &p.tunnel_id)?;
     backend.palace().delete_tunnel(id)?;
-    Ok(json!({"deleted": id}))
+    reply(TunnelDeleted { deleted: id.to_string() })
+}
+
+/// `mempalace_delete_tunnel`: the id deleted.
+#[derive(Serialize)]
+struct TunnelDeleted {
+    deleted: String,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -589,20 +657,34 @@ fn follow_tunnels(backend: &Backend, p: FollowTunnels) -> ToolResult {
     for (tunnel, other) in palace.follow_tunnels(&wing, &room)? {
         let outgoing = tunnel.a.wing == wing && tunnel.a.room == room;
         let latest = palace.page_drawers(Some(other.wing.as_str()), Some(other.room.as_str()), 0, 1)?.drawers;
-        let mut value = json!({
-            "direction": if outgoing { "outgoing" } else { "incoming" },
-            "connected_wing": other.wing.as_str(),
-            "connected_room": other.room.as_str(),
-            "label": tunnel.label.clone().unwrap_or_default(),
-            "drawer_id": latest.first().map(|d| d.id.as_str()),
-            "tunnel_id": tunnel.id,
+        let latest = latest.first();
+        out.push(FollowedTunnel {
+            connected_room: other.room.as_str().to_string(),
+            connected_wing: other.wing.as_str().to_string(),
+            direction: if outgoing { "outgoing" } else { "incoming" },
+            drawer_id: latest.map(|d| d.id.as_str().to_string()),
+            drawer_preview: latest.map(|d| d.content.as_str().chars().take(300).collect()),
+            label: tunnel.label.clone().unwrap_or_default(),
+            tunnel_id: tunnel.id,
         });
-        if let Some(drawer) = latest.first() {
-            value["drawer_preview"] = json!(drawer.content.as_str().chars().take(300).collect::<String>());
-        }
-        out.push(value);
     }
-    Ok(Value::Array(out))
+    reply(out)
+}
+
+/// A `mempalace_follow_tunnels` item: the place at a tunnel's other end.
+#[derive(Serialize)]
+struct FollowedTunnel {
+    connected_room: String,
+    connected_wing: String,
+    /// `outgoing` when the room is the tunnel's first end.
+    direction: &'static str,
+    /// The other place's latest drawer.
+    drawer_id: Option<String>,
+    /// Its first 300 characters; absent without a drawer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    drawer_preview: Option<String>,
+    label: String,
+    tunnel_id: String,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -713,62 +795,136 @@ fn search(backend: &Backend, p: Search) -> ToolResult {
         max_distance: Some(max_distance),
         ..SearchRequest::default()
     })?;
-    let results: Vec<Value> = outcome
+    let results = outcome
         .hits
         .iter()
         .map(|hit| {
             let d = &hit.drawer;
-            let similarity = hit.similarity.map(|s| round(f64::from(s), 3));
             let distance = hit.similarity.map(|s| round(1.0 - f64::from(s), 4));
-            json!({
-                "drawer_id": d.id.as_str(),
-                "text": d.content.as_str(),
-                "wing": d.wing.as_str(),
-                "room": d.room.as_str(),
-                "source_file": d.source_file.as_deref().map_or_else(|| "?".to_string(), basename),
-                "source_path": d.source_file.as_deref().unwrap_or(""),
-                "created_at": ts(&d.filed_at),
-                "filed_at": ts(&d.filed_at),
-                "content_date": d.content_date,
-                "similarity": similarity,
-                "distance": distance,
-                "effective_distance": distance,
-                "closet_boost": 0.0,
-                "matched_via": if hit.similarity.is_some() { "drawer" } else { "bm25" },
-                "bm25_score": hit.bm25.map(|b| round(b, 3)),
-                "score": round(hit.score, 4),
-            })
+            SearchResult {
+                bm25_score: hit.bm25.map(|b| round(b, 3)),
+                closet_boost: 0.0,
+                content_date: d.content_date.clone(),
+                created_at: ts(&d.filed_at),
+                distance,
+                drawer_id: d.id.as_str().to_string(),
+                effective_distance: distance,
+                filed_at: ts(&d.filed_at),
+                matched_via: if hit.similarity.is_some() { "drawer" } else { "bm25" },
+                room: d.room.as_str().to_string(),
+                score: round(hit.score, 4),
+                similarity: hit.similarity.map(|s| round(f64::from(s), 3)),
+                source_file: d.source_file.as_deref().map_or_else(|| "?".to_string(), basename),
+                source_path: d.source_file.clone().unwrap_or_default(),
+                text: d.content.as_str().to_string(),
+                wing: d.wing.as_str().to_string(),
+            }
         })
         .collect();
-    let mut value = json!({
-        "query": sanitized.clean,
-        "filters": {
-            "wing": wing.as_ref().map(|w| w.as_str()), "room": room.as_ref().map(|r| r.as_str()),
-            "source_file": source_file, "since": p.since.as_deref().map(str::trim).filter(|s| !s.is_empty()),
-            "before": p.before.as_deref().map(str::trim).filter(|s| !s.is_empty()),
+    let given = |text: Option<&str>| text.map(str::trim).filter(|s| !s.is_empty()).map(str::to_string);
+    let fallback = match &outcome.mode {
+        SearchMode::LexicalOnly(reason) => Some(reason.clone()),
+        SearchMode::Hybrid => None,
+    };
+    reply(SearchAnswer {
+        context_received: p.context.is_some_and(|c| !c.trim().is_empty()).then_some(true),
+        fallback: fallback.as_ref().map(|_| "bm25_only"),
+        fallback_reason: fallback.clone(),
+        filters: SearchFilters {
+            before: given(p.before.as_deref()),
+            room: room.as_ref().map(|r| r.as_str().to_string()),
+            since: given(p.since.as_deref()),
+            source_file: source_file.map(str::to_string),
+            wing: wing.as_ref().map(|w| w.as_str().to_string()),
         },
-        "total_before_filter": outcome.candidates,
-        "results": results,
-    });
-    if let SearchMode::LexicalOnly(reason) = &outcome.mode {
-        value["fallback"] = json!("bm25_only");
-        value["fallback_reason"] = json!(reason);
-        value["vector_disabled"] = json!(true);
-        value["vector_disabled_reason"] = json!(reason);
-    }
-    if sanitized.changed() {
-        value["query_sanitized"] = json!(true);
-        value["sanitizer"] = json!({
-            "method": sanitized.method.as_str(),
-            "original_length": sanitized.original_chars,
-            "clean_length": sanitized.clean.chars().count(),
-            "clean_query": sanitized.clean,
-        });
-    }
-    if p.context.is_some_and(|c| !c.trim().is_empty()) {
-        value["context_received"] = json!(true);
-    }
-    Ok(value)
+        query_sanitized: sanitized.changed().then_some(true),
+        sanitizer: sanitized.changed().then(|| Sanitizer {
+            clean_length: sanitized.clean.chars().count(),
+            clean_query: sanitized.clean.clone(),
+            method: sanitized.method.as_str(),
+            original_length: sanitized.original_chars,
+        }),
+        query: sanitized.clean,
+        results,
+        total_before_filter: outcome.candidates,
+        vector_disabled: fallback.as_ref().map(|_| true),
+        vector_disabled_reason: fallback,
+    })
+}
+
+/// `mempalace_search`: the hits, the filters applied, and how the search
+/// ran.
+#[derive(Serialize)]
+struct SearchAnswer {
+    /// True when background context was given (it is not searched).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    context_received: Option<bool>,
+    /// `bm25_only` when vectors could not be used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fallback: Option<&'static str>,
+    /// Why vectors could not be used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fallback_reason: Option<String>,
+    filters: SearchFilters,
+    query: String,
+    /// True when the query was reduced from a pasted prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    query_sanitized: Option<bool>,
+    results: Vec<SearchResult>,
+    /// How the query was reduced, when it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sanitizer: Option<Sanitizer>,
+    total_before_filter: usize,
+    /// True when vectors could not be used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vector_disabled: Option<bool>,
+    /// Why vectors could not be used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vector_disabled_reason: Option<String>,
+}
+
+/// The filters of a `mempalace_search` (null: not given).
+#[derive(Serialize)]
+struct SearchFilters {
+    before: Option<String>,
+    room: Option<String>,
+    since: Option<String>,
+    source_file: Option<String>,
+    wing: Option<String>,
+}
+
+/// How a pasted prompt was reduced to a query.
+#[derive(Serialize)]
+struct Sanitizer {
+    clean_length: usize,
+    clean_query: String,
+    method: &'static str,
+    original_length: usize,
+}
+
+/// A `mempalace_search` hit.
+#[derive(Serialize)]
+struct SearchResult {
+    bm25_score: Option<f64>,
+    /// Always 0 (no closets here).
+    closet_boost: f64,
+    content_date: Option<String>,
+    created_at: String,
+    distance: Option<f64>,
+    drawer_id: String,
+    effective_distance: Option<f64>,
+    filed_at: String,
+    /// `drawer` (found by meaning) or `bm25` (by keywords only).
+    matched_via: &'static str,
+    room: String,
+    score: f64,
+    similarity: Option<f64>,
+    /// The source's file name (`?`: none).
+    source_file: String,
+    /// The source's full path (empty: none).
+    source_path: String,
+    text: String,
+    wing: String,
 }
 
 pub(crate) fn round(value: f64, places: i32) -> f64 {
@@ -792,16 +948,18 @@ fn check_duplicate(backend: &Backend, p: CheckDuplicate) -> ToolResult {
     let threshold = within("threshold", p.threshold.unwrap_or(0.9), 0.0, 1.0)?;
     let palace = backend.palace();
     if palace.embedder().is_none_or(|e| !e.available()) {
-        return Ok(json!({
-            "is_duplicate": false, "matches": [], "vector_disabled": true,
-            "vector_disabled_reason": "no embedding model is available",
-            "hint": "duplicate detection needs vectors; run `mempalace model fetch`, then `mempalace reembed`",
-        }));
+        return reply(DuplicateCheck::NoVectors {
+            hint: "duplicate detection needs vectors; run `mempalace model fetch`, then `mempalace reembed`",
+            is_duplicate: false,
+            matches: Vec::new(),
+            vector_disabled: true,
+            vector_disabled_reason: "no embedding model is available",
+        });
     }
     // A match is a duplicate only when the text adds nothing to it (the
     // same rule as filing: a changed number, name or path is a new fact).
     let mut is_duplicate = false;
-    let matches: Vec<Value> = palace
+    let matches: Vec<CheckedMatch> = palace
         .similar(text, 5)?
         .into_iter()
         .filter(|(_, similarity)| f64::from(*similarity) >= threshold)
@@ -811,14 +969,50 @@ fn check_duplicate(backend: &Backend, p: CheckDuplicate) -> ToolResult {
                 Verdict::Distinct(differs) => differs,
             };
             is_duplicate |= differs.is_empty();
-            json!({
-                "id": d.id.as_str(), "wing": d.wing.as_str(), "room": d.room.as_str(),
-                "similarity": round(f64::from(similarity), 3), "content": preview(d.content.as_str(), 200),
-                "adds_nothing": differs.is_empty(), "differs": differs,
-            })
+            CheckedMatch { adds_nothing: differs.is_empty(), differs, found: duplicate_match(&d, similarity) }
         })
         .collect();
-    Ok(json!({"is_duplicate": is_duplicate, "matches": matches}))
+    reply(DuplicateCheck::Checked { is_duplicate, matches })
+}
+
+/// A resembling drawer as a duplicate check lists it.
+pub(crate) fn duplicate_match(d: &mempalace_core::Drawer, similarity: f32) -> DuplicateMatch {
+    DuplicateMatch {
+        content: preview(d.content.as_str(), 200),
+        id: d.id.as_str().to_string(),
+        room: d.room.as_str().to_string(),
+        similarity: round(f64::from(similarity), 3),
+        wing: d.wing.as_str().to_string(),
+    }
+}
+
+/// `mempalace_check_duplicate`: the resembling drawers, or why there are
+/// none to look at.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum DuplicateCheck {
+    /// Resembling drawers at or above the threshold.
+    Checked { is_duplicate: bool, matches: Vec<CheckedMatch> },
+    /// No vectors: nothing could be compared.
+    NoVectors {
+        hint: &'static str,
+        is_duplicate: bool,
+        matches: Vec<CheckedMatch>,
+        vector_disabled: bool,
+        vector_disabled_reason: &'static str,
+    },
+}
+
+/// A `mempalace_check_duplicate` match: the drawer and what the text adds
+/// to it.
+#[derive(Serialize)]
+struct CheckedMatch {
+    /// True when the text says nothing the drawer does not.
+    adds_nothing: bool,
+    /// The text's words the drawer lacks.
+    differs: Vec<String>,
+    #[serde(flatten)]
+    found: DuplicateMatch,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -846,10 +1040,9 @@ fn add_drawer(backend: &Backend, p: AddDrawer) -> ToolResult {
     request.source_file = p.source_file.filter(|s| !s.trim().is_empty());
     let report = backend.palace().ingest(request).map_err(|e| as_write_failure(e.into()))?;
     if report.noise {
-        return Ok(json!({
-            "success": false, "reason": "noise",
-            "error": "the content looks like tool output or chatter, not something to remember; nothing was filed",
-        }));
+        return reply(DrawerAdded::Noise(Noise::new(
+            "the content looks like tool output or chatter, not something to remember; nothing was filed",
+        )));
     }
     let ids: Vec<String> = report.chunks.iter().map(|c| c.drawer_id().to_string()).collect();
     let first = ids.first().cloned().unwrap_or_default();
@@ -858,22 +1051,22 @@ fn add_drawer(backend: &Backend, p: AddDrawer) -> ToolResult {
             ChunkOutcome::Duplicate { similarity, .. } => Some(round(f64::from(*similarity), 3)),
             _ => None,
         });
-        let mut value = json!({"success": true, "reason": "already_exists", "drawer_id": first});
-        if let Some(similarity) = similarity {
-            value["similarity"] = json!(similarity);
-        }
-        return Ok(value);
+        return reply(DrawerAdded::AlreadyExists {
+            drawer_id: first,
+            reason: "already_exists",
+            similarity,
+            success: true,
+        });
     }
-    let mut value = json!({
-        "success": true, "drawer_id": first, "wing": wing.as_str(), "room": room.as_str(), "chunks": ids.len(),
-    });
-    if ids.len() > 1 {
-        value["chunk_ids"] = json!(ids);
-    }
-    if let Some(reason) = report.degraded {
-        value["vector_disabled_reason"] = json!(reason);
-    }
-    Ok(value)
+    reply(DrawerAdded::Filed {
+        chunks: ids.len(),
+        chunk_ids: (ids.len() > 1).then_some(ids),
+        drawer_id: first,
+        room: room.as_str().to_string(),
+        success: true,
+        vector_disabled_reason: report.degraded,
+        wing: wing.as_str().to_string(),
+    })
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -891,22 +1084,23 @@ fn delete_drawer(backend: &Backend, p: DrawerIdParam) -> ToolResult {
     let id = drawer_id("drawer_id", &p.drawer_id)?;
     // A paragraph of a memory file leaves its file too.
     match mempalace_feed::memory::delete_drawer(backend.palace(), &id, DeleteMode::Hard) {
-        Ok(()) => Ok(json!({"success": true, "drawer_id": id.as_str()})),
+        Ok(()) => reply(DrawerDeleted { drawer_id: id.as_str().to_string(), success: true }),
         Err(FeedError::Engine(EngineError::NotFound { .. })) => Err(as_write_failure(not_found(id.as_str()))),
         Err(other) => Err(as_write_failure(other.into())),
     }
 }
 
+/// `mempalace_delete_drawer`: the drawer deleted.
+#[derive(Serialize)]
+struct DrawerDeleted {
+    drawer_id: String,
+    success: bool,
+}
+
 fn get_drawer(backend: &Backend, p: DrawerIdParam) -> ToolResult {
     let id = drawer_id("drawer_id", &p.drawer_id)?;
     match backend.palace().drawer(&id) {
-        Ok(d) => Ok(json!({
-            "drawer_id": d.id.as_str(),
-            "content": d.content.as_str(),
-            "wing": d.wing.as_str(),
-            "room": d.room.as_str(),
-            "metadata": shapes::drawer_metadata(&d),
-        })),
+        Ok(d) => reply(DrawerShape::of(&d)),
         Err(EngineError::NotFound { .. }) => Err(not_found(id.as_str())),
         Err(other) => Err(other.into()),
     }
@@ -952,17 +1146,39 @@ fn list_drawers(backend: &Backend, p: ListDrawers) -> ToolResult {
         offset,
         limit,
     )?;
-    let drawers: Vec<Value> = page
+    let drawers = page
         .drawers
         .iter()
-        .map(|d| {
-            json!({
-                "drawer_id": d.id.as_str(), "wing": d.wing.as_str(), "room": d.room.as_str(),
-                "content_preview": preview(d.content.as_str(), 200), "filed_at": ts(&d.filed_at),
-            })
+        .map(|d| DrawerListed {
+            content_preview: preview(d.content.as_str(), 200),
+            drawer_id: d.id.as_str().to_string(),
+            filed_at: ts(&d.filed_at),
+            room: d.room.as_str().to_string(),
+            wing: d.wing.as_str().to_string(),
         })
         .collect();
-    Ok(json!({"drawers": drawers, "total": page.total, "count": page.drawers.len(), "offset": offset, "limit": limit}))
+    reply(DrawerList { count: page.drawers.len(), drawers, limit, offset, total: page.total })
+}
+
+/// `mempalace_list_drawers`: a page of drawers, newest first.
+#[derive(Serialize)]
+struct DrawerList {
+    count: usize,
+    drawers: Vec<DrawerListed>,
+    limit: usize,
+    offset: usize,
+    /// Matching drawers in all.
+    total: u64,
+}
+
+/// A `mempalace_list_drawers` item.
+#[derive(Serialize)]
+struct DrawerListed {
+    content_preview: String,
+    drawer_id: String,
+    filed_at: String,
+    room: String,
+    wing: String,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -992,16 +1208,29 @@ fn update_drawer(backend: &Backend, p: UpdateDrawer) -> ToolResult {
     let palace = backend.palace();
     if update.content.is_none() && update.wing.is_none() && update.room.is_none() {
         palace.drawer(&id).map_err(|_| as_write_failure(not_found(id.as_str())))?;
-        return Ok(json!({"success": true, "drawer_id": id.as_str(), "noop": true}));
+        return reply(DrawerUpdated::Noop { drawer_id: id.as_str().to_string(), noop: true, success: true });
     }
     // A paragraph of a memory file is rewritten in its file too.
     match mempalace_feed::memory::update_drawer(palace, &id, update) {
-        Ok(d) => {
-            Ok(json!({"success": true, "drawer_id": d.id.as_str(), "wing": d.wing.as_str(), "room": d.room.as_str()}))
-        }
+        Ok(d) => reply(DrawerUpdated::Updated {
+            drawer_id: d.id.as_str().to_string(),
+            room: d.room.as_str().to_string(),
+            success: true,
+            wing: d.wing.as_str().to_string(),
+        }),
         Err(FeedError::Engine(EngineError::NotFound { .. })) => Err(as_write_failure(not_found(id.as_str()))),
         Err(other) => Err(as_write_failure(other.into())),
     }
+}
+
+/// `mempalace_update_drawer`: the drawer as it is now.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum DrawerUpdated {
+    /// Changed: its place now.
+    Updated { drawer_id: String, room: String, success: bool, wing: String },
+    /// Nothing to change.
+    Noop { drawer_id: String, noop: bool, success: bool },
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -1052,10 +1281,14 @@ fn diary_write(backend: &Backend, p: DiaryWrite) -> ToolResult {
             context: serde_json::Map::new(),
         })
         .map_err(|e| as_write_failure(e.into()))?;
-    Ok(json!({
-        "success": true, "entry_id": id.as_str(), "agent": agent, "topic": topic,
-        "timestamp": ts(&palace.now()), "chunks": 1,
-    }))
+    reply(DiaryWritten {
+        agent,
+        chunks: 1,
+        entry_id: id.as_str().to_string(),
+        success: true,
+        timestamp: ts(&palace.now()),
+        topic,
+    })
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -1078,32 +1311,66 @@ fn diary_read(backend: &Backend, p: DiaryRead) -> ToolResult {
     let wing = opt_wing("wing", p.wing.as_deref())?;
     let page = backend.palace().diary_read(&agent, wing.as_ref().map(|w| w.as_str()), Some(DIARY_ROOM), last_n)?;
     if page.total == 0 {
-        return Ok(json!({"agent": agent, "entries": [], "message": "No diary entries yet."}));
+        return reply(DiaryEntries::Empty { agent, entries: Vec::new(), message: "No diary entries yet." });
     }
-    let entries: Vec<Value> = page
+    let entries = page
         .entries
         .iter()
-        .map(|d| {
-            json!({
-                "date": d.context.get("date").cloned().unwrap_or_else(|| json!(d.filed_at.format("%Y-%m-%d").to_string())),
-                "timestamp": ts(&d.filed_at),
-                "topic": d.context.get("topic").cloned().unwrap_or_else(|| json!("general")),
-                "content": d.content.as_str(),
-                "entry_id": d.id.as_str(),
-            })
+        .map(|d| DiaryLine {
+            content: d.content.as_str().to_string(),
+            date: d.context.get("date").cloned().unwrap_or_else(|| d.filed_at.format("%Y-%m-%d").to_string().into()),
+            entry_id: d.id.as_str().to_string(),
+            timestamp: ts(&d.filed_at),
+            topic: d.context.get("topic").cloned().unwrap_or_else(|| "general".into()),
         })
         .collect();
-    Ok(json!({"agent": agent, "entries": entries, "total": page.total, "showing": page.entries.len()}))
+    reply(DiaryEntries::Page { agent, entries, showing: page.entries.len(), total: page.total })
+}
+
+/// `mempalace_diary_read`: the newest entries, or a note that there are
+/// none.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum DiaryEntries {
+    /// Entries, newest first.
+    Page { agent: String, entries: Vec<DiaryLine>, showing: usize, total: usize },
+    /// No entry yet.
+    Empty { agent: String, entries: Vec<DiaryLine>, message: &'static str },
+}
+
+/// A `mempalace_diary_read` entry.
+#[derive(Serialize)]
+struct DiaryLine {
+    content: String,
+    /// The entry's `date` (as written), else its filing day.
+    date: Value,
+    entry_id: String,
+    timestamp: String,
+    /// The entry's `topic` (as written), else `general`.
+    topic: Value,
+}
+
+/// `mempalace_reconnect`: the drawer count now.
+#[derive(Serialize)]
+struct Reconnected {
+    drawers: u64,
+    message: &'static str,
+    success: bool,
+    vector_disabled: bool,
+    /// Always empty.
+    vector_disabled_reason: &'static str,
 }
 
 fn reconnect(backend: &Backend, _: NoParams) -> ToolResult {
     let palace = backend.palace();
     let drawers = palace.taxonomy()?.total_drawers;
-    Ok(json!({
-        "success": true, "message": "Reconnected to palace", "drawers": drawers,
-        "vector_disabled": backend.embedder_settled() && backend.palace().embedder().is_none(),
-        "vector_disabled_reason": "",
-    }))
+    reply(Reconnected {
+        drawers,
+        message: "Reconnected to palace",
+        success: true,
+        vector_disabled: backend.embedder_settled() && backend.palace().embedder().is_none(),
+        vector_disabled_reason: "",
+    })
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -1117,5 +1384,13 @@ struct WakeUp {
 fn wake_up(backend: &Backend, p: WakeUp) -> ToolResult {
     let wing = opt_wing("wing", p.wing.as_deref())?;
     let text = backend.palace().wake_up(wing.as_ref().map(|w| w.as_str()))?;
-    Ok(json!({"text": text, "tokens": text.len().div_ceil(4)}))
+    reply(WakeUpText { tokens: text.len().div_ceil(4), text })
+}
+
+/// `mempalace_wake_up`: L0 and L1 as one text, with a token estimate.
+#[derive(Serialize)]
+struct WakeUpText {
+    text: String,
+    /// Characters / 4, rounded up.
+    tokens: usize,
 }

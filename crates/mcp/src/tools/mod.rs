@@ -3,9 +3,10 @@
 
 use mempalace_core::time::DayEdge;
 use mempalace_core::{Content, DrawerId, Room, Timestamp, Wing};
+use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::registry::{ToolError, ToolSpec};
+use crate::registry::{ToolError, ToolResult, ToolSpec};
 
 pub mod coordination;
 pub mod memories;
@@ -171,6 +172,11 @@ pub(crate) fn preview(text: &str, n: usize) -> String {
 /// The last path component.
 pub(crate) fn basename(path: &str) -> String {
     path.rsplit(['/', '\\']).next().unwrap_or(path).to_string()
+}
+
+/// A tool's typed result as the JSON the client reads.
+pub(crate) fn reply(result: impl Serialize) -> ToolResult {
+    serde_json::to_value(result).map_err(|error| ToolError::Internal(format!("shaping a result: {error}")))
 }
 
 /// A failure result `{"error": …}` (read tools).

@@ -15,12 +15,13 @@ use mempalace_engine::{DeleteMode, EngineError, IngestRequest};
 use mempalace_feed::{Extract, MineOptions, Mode};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 
-use super::{as_write_failure, date, failure, opt_wing, preview, required_text, ts};
+use super::mempalace::duplicate_match;
+use super::{as_write_failure, date, failure, opt_wing, reply, required_text, ts};
 use crate::context::Backend;
 use crate::registry::{Family, ToolError, ToolResult, ToolSpec};
-use crate::shapes;
+use crate::shapes::{DiaryWritten, DrawerAdded, DrawerShape, DuplicateMatch, Noise, WriteFailure};
 
 const F: Family = Family::Mempalace;
 
@@ -121,10 +122,6 @@ pub fn tools() -> Vec<ToolSpec> {
     ]
 }
 
-fn ok<T: Serialize>(value: &T) -> ToolResult {
-    serde_json::to_value(value).map_err(|error| ToolError::Internal(error.to_string()))
-}
-
 /// A write-style failure `{"success": false, "error": …}`.
 fn write_failure(message: impl std::fmt::Display) -> ToolError {
     as_write_failure(failure(message))
@@ -148,15 +145,18 @@ struct KgSupersede {
     at: Option<String>,
 }
 
+/// `mempalace_kg_supersede`: the successor fact and the boundary.
 #[derive(Serialize)]
 struct Superseded {
-    success: bool,
-    triple_id: String,
-    fact: String,
-    superseded: String,
+    /// The boundary: when the old fact ended and the new one began.
+    at: String,
     /// Old facts ended (0: there was none current; the call was an add).
     ended: usize,
-    at: String,
+    fact: String,
+    success: bool,
+    /// The old object.
+    superseded: String,
+    triple_id: String,
 }
 
 fn kg_supersede(backend: &Backend, p: KgSupersede) -> ToolResult {
@@ -166,13 +166,13 @@ fn kg_supersede(backend: &Backend, p: KgSupersede) -> ToolResult {
     let (old, new) = (required_text("old_object", &p.old_object)?, required_text("new_object", &p.new_object)?);
     let done =
         backend.palace().kg_supersede(subject, predicate, old, new, at).map_err(|e| as_write_failure(e.into()))?;
-    ok(&Superseded {
-        success: true,
-        triple_id: done.triple_id,
-        fact: format!("{subject} → {predicate} → {new}"),
-        superseded: old.to_string(),
-        ended: done.ended,
+    reply(Superseded {
         at: ts(&done.boundary),
+        ended: done.ended,
+        fact: format!("{subject} → {predicate} → {new}"),
+        success: true,
+        superseded: old.to_string(),
+        triple_id: done.triple_id,
     })
 }
 
@@ -185,16 +185,72 @@ struct NoParams {}
 fn mesh_peers(backend: &Backend, _p: NoParams) -> ToolResult {
     let status = backend.palace().status()?;
     let replica = format!("rep_{}", &mempalace_core::ContentHash::of(backend.location()).as_str()[..32]);
-    Ok(json!({
-        "self": {
-            "replica_id": replica, "name": backend.location(), "version_vector": {},
-            "profile": {"roles": ["replica"], "drawers": status.taxonomy.total_drawers,
-                        "store": status.storage.backend},
+    reply(MeshSnapshot {
+        estate_source: EstateSource { in_process: true, published_at: None, writer_alive: true },
+        note: "no mesh replication here: several machines share one palace on PostgreSQL (`--store postgres://…`)",
+        origin_profiles: Map::new(),
+        peers: Vec::new(),
+        replica: Replica {
+            name: backend.location().to_string(),
+            profile: ReplicaProfile {
+                drawers: status.taxonomy.total_drawers,
+                roles: vec!["replica"],
+                store: status.storage.backend,
+            },
+            replica_id: replica,
+            version_vector: Map::new(),
         },
-        "peers": [], "unnamed_origins": [], "origin_profiles": {}, "sync_interval_s": null,
-        "estate_source": {"in_process": true, "published_at": null, "writer_alive": true},
-        "note": "no mesh replication here: several machines share one palace on PostgreSQL (`--store postgres://…`)",
-    }))
+        sync_interval_s: None,
+        unnamed_origins: Vec::new(),
+    })
+}
+
+/// `mempalace_mesh_peers`: MemPalace's estate snapshot, for a palace that
+/// does not replicate (no peers, no origins).
+#[derive(Serialize)]
+struct MeshSnapshot {
+    estate_source: EstateSource,
+    note: &'static str,
+    /// Always empty.
+    origin_profiles: Map<String, Value>,
+    /// Always empty.
+    peers: Vec<Value>,
+    #[serde(rename = "self")]
+    replica: Replica,
+    /// Always null.
+    sync_interval_s: Option<u64>,
+    /// Always empty.
+    unnamed_origins: Vec<Value>,
+}
+
+/// Where the snapshot comes from: this process.
+#[derive(Serialize)]
+struct EstateSource {
+    in_process: bool,
+    /// Always null.
+    published_at: Option<String>,
+    writer_alive: bool,
+}
+
+/// This palace as a mesh replica.
+#[derive(Serialize)]
+struct Replica {
+    /// The palace's location.
+    name: String,
+    profile: ReplicaProfile,
+    /// `rep_` and a hash of the location.
+    replica_id: String,
+    /// Always empty.
+    version_vector: Map<String, Value>,
+}
+
+/// What this replica holds.
+#[derive(Serialize)]
+struct ReplicaProfile {
+    drawers: u64,
+    roles: Vec<&'static str>,
+    /// The storage backend.
+    store: &'static str,
 }
 
 // --- hallways ---------------------------------------------------------------
@@ -215,25 +271,28 @@ struct ListHallways {
     offset: Option<i64>,
 }
 
+/// A `mempalace_list_hallways` item: two entities that occur together.
 #[derive(Serialize)]
 struct HallwayRecord {
-    id: String,
-    wing: String,
+    co_occurrence_count: usize,
+    /// Always `auto`.
+    created_by: &'static str,
     entity_a: String,
     entity_b: String,
-    co_occurrence_count: usize,
-    rooms: Vec<String>,
+    id: String,
     label: String,
-    created_by: &'static str,
+    rooms: Vec<String>,
+    wing: String,
 }
 
+/// `mempalace_list_hallways`: a page of hallways, strongest first.
 #[derive(Serialize)]
 struct HallwayPage {
-    hallways: Vec<HallwayRecord>,
-    total: usize,
     count: usize,
-    offset: usize,
+    hallways: Vec<HallwayRecord>,
     limit: usize,
+    offset: usize,
+    total: usize,
 }
 
 fn list_hallways(backend: &Backend, p: ListHallways) -> ToolResult {
@@ -247,17 +306,17 @@ fn list_hallways(backend: &Backend, p: ListHallways) -> ToolResult {
         .skip(offset)
         .take(limit)
         .map(|h| HallwayRecord {
-            id: h.id.clone(),
-            wing: h.wing.clone(),
+            co_occurrence_count: h.co_occurrence_count,
+            created_by: "auto",
             entity_a: h.entity_a.clone(),
             entity_b: h.entity_b.clone(),
-            co_occurrence_count: h.co_occurrence_count,
-            rooms: h.rooms.clone(),
+            id: h.id.clone(),
             label: h.label(),
-            created_by: "auto",
+            rooms: h.rooms.clone(),
+            wing: h.wing.clone(),
         })
         .collect();
-    ok(&HallwayPage { count: hallways.len(), hallways, total: all.len(), offset, limit })
+    reply(HallwayPage { count: hallways.len(), hallways, total: all.len(), offset, limit })
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -272,7 +331,13 @@ fn delete_hallway(backend: &Backend, p: DeleteHallway) -> ToolResult {
     if id.is_empty() {
         return Err(failure("hallway_id is required"));
     }
-    Ok(json!({"deleted": backend.palace().delete_hallway(id)?}))
+    reply(HallwayDeleted { deleted: backend.palace().delete_hallway(id)? })
+}
+
+/// `mempalace_delete_hallway`: whether there was one to delete.
+#[derive(Serialize)]
+struct HallwayDeleted {
+    deleted: bool,
 }
 
 // --- get_drawers / delete_drawers --------------------------------------------
@@ -303,18 +368,62 @@ fn get_drawers(backend: &Backend, p: DrawerIds) -> ToolResult {
     for raw in &p.drawer_ids {
         let found = mempalace_core::DrawerId::parse(raw.trim()).ok().map(|id| backend.palace().drawer(&id));
         match found {
-            Some(Ok(d)) => results.push(json!({
-                "drawer_id": d.id.as_str(), "content": d.content.as_str(), "wing": d.wing.as_str(),
-                "room": d.room.as_str(), "metadata": shapes::drawer_metadata(&d),
-            })),
+            Some(Ok(d)) => results.push(Fetched::Found(DrawerShape::of(&d))),
             Some(Err(EngineError::NotFound { .. })) | None => {
                 errors += 1;
-                results.push(json!({"drawer_id": raw, "error": format!("Drawer not found: {raw}")}));
+                results.push(Fetched::Missing(DrawerMissing::new(raw)));
             }
             Some(Err(other)) => return Err(other.into()),
         }
     }
-    Ok(json!({"count": results.len(), "results": results, "errors": errors}))
+    reply(Batch { count: results.len(), deleted: None, errors, results })
+}
+
+/// `mempalace_get_drawers` and `_delete_drawers`: an item per id asked
+/// for, in order.
+#[derive(Serialize)]
+struct Batch<T> {
+    count: usize,
+    /// Delete only: drawers deleted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deleted: Option<usize>,
+    /// Ids not found.
+    errors: usize,
+    results: Vec<T>,
+}
+
+/// A `mempalace_get_drawers` item.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Fetched {
+    /// The drawer, as `get_drawer` returns it.
+    Found(DrawerShape),
+    /// No such drawer.
+    Missing(DrawerMissing),
+}
+
+/// A `mempalace_delete_drawers` item.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Deleted {
+    /// Deleted (MemPalace's keys; one drawer, no closets).
+    Done { chunks_deleted: u32, closets_deleted: u32, deleted_ids: Vec<String>, drawer_id: String },
+    /// No such drawer.
+    Missing(DrawerMissing),
+}
+
+/// An id of a bulk call that names no drawer.
+#[derive(Serialize)]
+struct DrawerMissing {
+    /// The id as given.
+    drawer_id: String,
+    error: String,
+}
+
+impl DrawerMissing {
+    fn new(raw: &str) -> Self {
+        Self { drawer_id: raw.to_string(), error: format!("Drawer not found: {raw}") }
+    }
 }
 
 fn delete_drawers(backend: &Backend, p: DrawerIds) -> ToolResult {
@@ -327,17 +436,21 @@ fn delete_drawers(backend: &Backend, p: DrawerIds) -> ToolResult {
         match outcome {
             Some(Ok(())) => {
                 deleted += 1;
-                results
-                    .push(json!({"drawer_id": raw, "deleted_ids": [raw], "chunks_deleted": 1, "closets_deleted": 0}));
+                results.push(Deleted::Done {
+                    chunks_deleted: 1,
+                    closets_deleted: 0,
+                    deleted_ids: vec![raw.clone()],
+                    drawer_id: raw.clone(),
+                });
             }
             Some(Err(EngineError::NotFound { .. })) | None => {
                 errors += 1;
-                results.push(json!({"drawer_id": raw, "error": format!("Drawer not found: {raw}")}));
+                results.push(Deleted::Missing(DrawerMissing::new(raw)));
             }
             Some(Err(other)) => return Err(as_write_failure(other.into())),
         }
     }
-    Ok(json!({"count": results.len(), "deleted": deleted, "errors": errors, "results": results}))
+    reply(Batch { count: results.len(), deleted: Some(deleted), errors, results })
 }
 
 // --- delete_by_source ---------------------------------------------------------
@@ -362,9 +475,9 @@ fn delete_by_source(backend: &Backend, p: DeleteBySource) -> ToolResult {
     let ids = palace.store().filtered_ids(palace.workspace(), &filter).map_err(EngineError::from)?;
     let dry_run = p.dry_run.unwrap_or(true);
     if dry_run {
-        let mut sample: Vec<Value> = Vec::new();
+        let mut sample: Vec<Place> = Vec::new();
         for drawer in palace.store().drawers(palace.workspace(), &ids).map_err(EngineError::from)? {
-            let place = json!({"wing": drawer.wing.as_str(), "room": drawer.room.as_str()});
+            let place = Place { room: drawer.room.as_str().to_string(), wing: drawer.wing.as_str().to_string() };
             if sample.len() < 5 && !sample.contains(&place) {
                 sample.push(place);
             }
@@ -374,14 +487,62 @@ fn delete_by_source(backend: &Backend, p: DeleteBySource) -> ToolResult {
         } else {
             format!("No drawers were deleted. Re-run with dry_run=false to remove these {} drawer(s).", ids.len())
         };
-        return Ok(json!({"success": true, "dry_run": true, "source_file": source, "match_count": ids.len(),
-            "closet_match_count": 0, "sample": sample, "hint": hint}));
+        return reply(SourceDeletion::Preview {
+            closet_match_count: 0,
+            dry_run: true,
+            hint,
+            match_count: ids.len(),
+            sample,
+            source_file: source.to_string(),
+            success: true,
+        });
     }
     for id in &ids {
         palace.delete_drawer(id, DeleteMode::Hard).map_err(|e| as_write_failure(e.into()))?;
     }
     palace.set_source_cursor(source, None).map_err(|e| as_write_failure(e.into()))?;
-    Ok(json!({"success": true, "dry_run": false, "source_file": source, "deleted": ids.len(), "closets_deleted": 0}))
+    reply(SourceDeletion::Deleted {
+        closets_deleted: 0,
+        deleted: ids.len(),
+        dry_run: false,
+        source_file: source.to_string(),
+        success: true,
+    })
+}
+
+/// `mempalace_delete_by_source`: what matches (a dry run) or what was
+/// deleted.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum SourceDeletion {
+    /// Nothing deleted: the matches and where they are.
+    Preview {
+        /// Always 0 (no closets here).
+        closet_match_count: u32,
+        dry_run: bool,
+        hint: String,
+        match_count: usize,
+        /// Up to 5 distinct places of the matches.
+        sample: Vec<Place>,
+        source_file: String,
+        success: bool,
+    },
+    /// The source's drawers deleted.
+    Deleted {
+        /// Always 0 (no closets here).
+        closets_deleted: u32,
+        deleted: usize,
+        dry_run: bool,
+        source_file: String,
+        success: bool,
+    },
+}
+
+/// A wing and room.
+#[derive(Serialize, PartialEq)]
+struct Place {
+    room: String,
+    wing: String,
 }
 
 // --- mine / sync --------------------------------------------------------------
@@ -478,9 +639,18 @@ fn mine(backend: &Backend, p: Mine) -> ToolResult {
         report.drawers_removed,
         if report.dry_run { "would be " } else { "" },
     );
-    let mode_name = mode.as_str();
-    Ok(json!({"success": report.failed.is_empty(), "mode": mode_name, "dry_run": report.dry_run,
-        "output": output, "report": report}))
+    reply(Mined { dry_run: report.dry_run, mode: mode.as_str(), output, success: report.failed.is_empty(), report })
+}
+
+/// `mempalace_mine`: a one-line summary and the whole report.
+#[derive(Serialize)]
+struct Mined {
+    dry_run: bool,
+    mode: &'static str,
+    output: String,
+    report: mempalace_feed::MineReport,
+    /// False when a file failed.
+    success: bool,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -507,11 +677,15 @@ fn sync(backend: &Backend, p: Sync) -> ToolResult {
     };
     let report =
         mempalace_feed::sync::sync(backend.palace(), &options).map_err(|error| write_failure(error.to_string()))?;
-    let mut value = serde_json::to_value(&report).map_err(|e| ToolError::Internal(e.to_string()))?;
-    if let Value::Object(map) = &mut value {
-        map.insert("success".into(), Value::Bool(true));
-    }
-    Ok(value)
+    reply(Synced { report, success: true })
+}
+
+/// `mempalace_sync`: the sync report, marked a success.
+#[derive(Serialize)]
+struct Synced {
+    #[serde(flatten)]
+    report: mempalace_feed::sync::SyncReport,
+    success: bool,
 }
 
 // --- checkpoint ----------------------------------------------------------------
@@ -579,7 +753,7 @@ fn checkpoint(backend: &Backend, p: Checkpoint) -> ToolResult {
     let (mut added, mut duplicates, mut errors) = (Vec::new(), Vec::new(), Vec::new());
     for raw in &p.items {
         let Ok(item) = serde_json::from_value::<CheckpointItem>(raw.clone()) else {
-            errors.push(json!({"item": raw, "error": "item must be an object"}));
+            errors.push(CheckpointError::Item { error: "item must be an object", item: raw.clone() });
             continue;
         };
         let (Some(wing), Some(room), Some(content)) = (
@@ -587,62 +761,116 @@ fn checkpoint(backend: &Backend, p: Checkpoint) -> ToolResult {
             item.room.filter(|s| !s.trim().is_empty()),
             item.content.filter(|s| !s.trim().is_empty()),
         ) else {
-            errors.push(json!({"item": raw, "error": "wing, room, content must be non-empty strings"}));
+            errors.push(CheckpointError::Item {
+                error: "wing, room, content must be non-empty strings",
+                item: raw.clone(),
+            });
             continue;
         };
         let (wing, room) = match (mempalace_core::Wing::parse(wing.trim()), mempalace_core::Room::parse(room.trim())) {
             (Ok(wing), Ok(room)) => (wing, room),
             (Err(error), _) | (_, Err(error)) => {
-                errors.push(json!({"success": false, "error": error.to_string()}));
+                errors.push(CheckpointError::Failed(WriteFailure::new(error)));
                 continue;
             }
         };
         // The duplicate check: the same rule as filing (a new number, name,
         // date … is a new fact), at the caller's similarity threshold.
-        let matches: Vec<Value> = palace
+        let matches: Vec<DuplicateMatch> = palace
             .similar(&content, 5)?
             .into_iter()
             .filter(|(d, similarity)| {
                 f64::from(*similarity) >= threshold
                     && mempalace_core::dedup::judge(&content, d.content.as_str()).is_duplicate()
             })
-            .map(|(d, similarity)| {
-                json!({"id": d.id.as_str(), "wing": d.wing.as_str(), "room": d.room.as_str(),
-                    "similarity": super::mempalace::round(f64::from(similarity), 3),
-                    "content": preview(d.content.as_str(), 200)})
-            })
+            .map(|(d, similarity)| duplicate_match(&d, similarity))
             .collect();
         if !matches.is_empty() {
-            duplicates.push(json!({"room": room.as_str(), "matches": matches}));
+            duplicates.push(CheckpointDuplicate { matches, room: room.as_str().to_string() });
             continue;
         }
         let mut request = IngestRequest::new(wing.clone(), room.clone(), content, added_by.clone());
         request.added_by_agent = Some(added_by.clone());
         match palace.ingest(request) {
-            Ok(report) if report.noise => errors.push(json!({"success": false, "reason": "noise",
-                "error": "the content looks like tool output or chatter; nothing was filed"})),
+            Ok(report) if report.noise => errors.push(CheckpointError::Noise(Noise::new(
+                "the content looks like tool output or chatter; nothing was filed",
+            ))),
             Ok(report) => {
                 let ids: Vec<String> = report.chunks.iter().map(|c| c.drawer_id().to_string()).collect();
                 let first = ids.first().cloned().unwrap_or_default();
                 if report.chunks.iter().any(mempalace_engine::ChunkOutcome::is_new) {
-                    added.push(json!({"success": true, "drawer_id": first, "wing": wing.as_str(),
-                        "room": room.as_str(), "chunks": ids.len()}));
+                    added.push(DrawerAdded::Filed {
+                        chunk_ids: None,
+                        chunks: ids.len(),
+                        drawer_id: first,
+                        room: room.as_str().to_string(),
+                        success: true,
+                        vector_disabled_reason: None,
+                        wing: wing.as_str().to_string(),
+                    });
                 } else {
-                    added.push(json!({"success": true, "reason": "already_exists", "drawer_id": first}));
+                    added.push(DrawerAdded::AlreadyExists {
+                        drawer_id: first,
+                        reason: "already_exists",
+                        similarity: None,
+                        success: true,
+                    });
                 }
             }
-            Err(error) => errors.push(json!({"success": false, "error": error.to_string()})),
+            Err(error) => errors.push(CheckpointError::Failed(WriteFailure::new(error))),
         }
     }
-    let diary_written = match &p.diary {
+    let diary = match &p.diary {
         None => None,
         Some(raw) => write_checkpoint_diary(backend, raw, diary, &mut errors)?,
     };
-    let mut out = json!({"added": added, "duplicates": duplicates, "errors": errors});
-    if let Some(written) = diary_written {
-        out["diary"] = written;
-    }
-    Ok(out)
+    reply(CheckpointSaved { added, diary, duplicates, errors })
+}
+
+/// `mempalace_checkpoint`: what became of each item and of the diary
+/// entry.
+#[derive(Serialize)]
+struct CheckpointSaved {
+    /// Items filed (or found filed already).
+    added: Vec<DrawerAdded>,
+    /// The diary entry's result; absent when none was given or it could
+    /// not be written (then it is in `errors`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    diary: Option<CheckpointDiaryWritten>,
+    /// Items not filed because the palace holds them.
+    duplicates: Vec<CheckpointDuplicate>,
+    errors: Vec<CheckpointError>,
+}
+
+/// An item the palace holds already, with the drawers that hold it.
+#[derive(Serialize)]
+struct CheckpointDuplicate {
+    matches: Vec<DuplicateMatch>,
+    room: String,
+}
+
+/// A checkpoint item or diary entry that was not filed, and why.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum CheckpointError {
+    /// A malformed item, as given.
+    Item { error: &'static str, item: Value },
+    /// A malformed diary entry, as given.
+    Diary { diary: Value, error: &'static str },
+    /// An item that is noise.
+    Noise(Noise),
+    /// An item the palace refused.
+    Failed(WriteFailure),
+}
+
+/// A checkpoint's diary entry: written, or refused by the palace.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum CheckpointDiaryWritten {
+    /// Written.
+    Written(DiaryWritten),
+    /// Refused.
+    Failed(WriteFailure),
 }
 
 /// The diary entry of a checkpoint: its result, or `None` (and an item in
@@ -651,14 +879,14 @@ fn write_checkpoint_diary(
     backend: &Backend,
     raw: &Value,
     diary: Option<CheckpointDiary>,
-    errors: &mut Vec<Value>,
-) -> Result<Option<Value>, ToolError> {
+    errors: &mut Vec<CheckpointError>,
+) -> Result<Option<CheckpointDiaryWritten>, ToolError> {
     let Some(diary) = diary.filter(|_| raw.is_object()) else {
-        errors.push(json!({"diary": raw, "error": "diary must be an object"}));
+        errors.push(CheckpointError::Diary { diary: raw.clone(), error: "diary must be an object" });
         return Ok(None);
     };
     let Some(entry) = diary.entry.or(diary.content).filter(|e| !e.trim().is_empty()) else {
-        errors.push(json!({"diary": raw, "error": "diary entry must be a non-empty string"}));
+        errors.push(CheckpointError::Diary { diary: raw.clone(), error: "diary entry must be a non-empty string" });
         return Ok(None);
     };
     let palace = backend.palace();
@@ -679,9 +907,15 @@ fn write_checkpoint_diary(
         context: serde_json::Map::new(),
     });
     Ok(Some(match written {
-        Ok(id) => json!({"success": true, "entry_id": id.as_str(), "agent": agent, "topic": topic,
-            "timestamp": ts(&palace.now()), "chunks": 1}),
-        Err(error) => json!({"success": false, "error": error.to_string()}),
+        Ok(id) => CheckpointDiaryWritten::Written(DiaryWritten {
+            agent,
+            chunks: 1,
+            entry_id: id.as_str().to_string(),
+            success: true,
+            timestamp: ts(&palace.now()),
+            topic,
+        }),
+        Err(error) => CheckpointDiaryWritten::Failed(WriteFailure::new(error)),
     }))
 }
 
@@ -720,12 +954,28 @@ fn hook_settings(backend: &Backend, p: HookSettings) -> ToolResult {
     if !updated.is_empty() {
         host.set_hook_settings(after).map_err(write_failure)?;
     }
-    let mut value = json!({"success": true, "settings": {"silent_save": after.silent_save,
-        "desktop_toast": after.desktop_toast}});
-    if !updated.is_empty() {
-        value["updated"] = json!(updated);
-    }
-    Ok(value)
+    reply(HookSettingsShown {
+        settings: HookFlags { desktop_toast: after.desktop_toast, silent_save: after.silent_save },
+        success: true,
+        updated: (!updated.is_empty()).then_some(updated),
+    })
+}
+
+/// `mempalace_hook_settings`: the settings now, and what changed.
+#[derive(Serialize)]
+struct HookSettingsShown {
+    settings: HookFlags,
+    success: bool,
+    /// `name → True/False` per setting changed; absent when none was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    updated: Option<Vec<String>>,
+}
+
+/// The hooks' two settings.
+#[derive(Serialize)]
+struct HookFlags {
+    desktop_toast: bool,
+    silent_save: bool,
 }
 
 /// MemPalace prints booleans the Python way in `updated`.
@@ -734,17 +984,36 @@ fn python_bool(value: bool) -> &'static str {
 }
 
 fn memories_filed_away(backend: &Backend, _p: NoParams) -> ToolResult {
+    let quiet = || FiledAway { count: 0, message: "No recent journal entry".into(), status: "quiet", timestamp: None };
     let Some(host) = backend.host() else {
-        return Ok(json!({"status": "quiet", "message": "No recent journal entry", "count": 0, "timestamp": null}));
+        return reply(quiet());
     };
-    Ok(match host.take_last_checkpoint() {
-        Ok(None) => json!({"status": "quiet", "message": "No recent journal entry", "count": 0, "timestamp": null}),
-        Ok(Some(checkpoint)) => json!({"status": "ok",
-            "message": format!("✦ {} messages tucked into drawers", checkpoint.messages),
-            "count": checkpoint.messages, "timestamp": checkpoint.timestamp}),
-        Err(_) => json!({"status": "error", "message": "✦ Journal entry filed in the palace", "count": 0,
-            "timestamp": null}),
+    reply(match host.take_last_checkpoint() {
+        Ok(None) => quiet(),
+        Ok(Some(checkpoint)) => FiledAway {
+            count: checkpoint.messages,
+            message: format!("✦ {} messages tucked into drawers", checkpoint.messages),
+            status: "ok",
+            timestamp: checkpoint.timestamp,
+        },
+        Err(_) => FiledAway {
+            count: 0,
+            message: "✦ Journal entry filed in the palace".into(),
+            status: "error",
+            timestamp: None,
+        },
     })
+}
+
+/// `mempalace_memories_filed_away`: the hooks' last checkpoint, if any.
+#[derive(Serialize)]
+struct FiledAway {
+    /// Messages saved.
+    count: u64,
+    message: String,
+    /// `ok`, `quiet` (none) or `error`.
+    status: &'static str,
+    timestamp: Option<String>,
 }
 
 #[cfg(test)]

@@ -10,11 +10,13 @@ use mempalace_engine::drawers::DrawerUpdate;
 use mempalace_engine::{ChunkOutcome, DeleteMode, IngestRequest, SearchMode, SearchRequest};
 use mempalace_store::DrawerFilter;
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use super::mempalace::round;
-use super::{content, drawer_id, failure, json_object, preview, required_text, ts, wing, within};
+use super::{content, drawer_id, failure, json_object, preview, reply, required_text, ts, wing, within};
 use crate::context::Backend;
 use crate::registry::{Family, ToolError, ToolResult, ToolSpec};
 
@@ -127,30 +129,88 @@ fn learn(backend: &Backend, p: Learn) -> ToolResult {
     match learned.report.chunks.first() {
         Some(outcome @ (ChunkOutcome::Filed(id) | ChunkOutcome::FiledNear { id, .. })) => {
             let analysis = analyze(insight);
-            let mut value = json!({
-                "status": "created",
-                "memory_id": id.as_str(),
-                "auto_inferred": {
-                    "category": learned.category, "confidence": learned.confidence, "tags": learned.tags,
-                    "scope_files": analysis.scope_files, "scope_entities": analysis.scope_entities,
+            reply(Learned::Created {
+                auto_inferred: Inferred {
+                    category: learned.category,
+                    confidence: learned.confidence,
+                    scope_entities: Some(analysis.scope_entities),
+                    scope_files: Some(analysis.scope_files),
+                    tags: Some(learned.tags),
                 },
-            });
-            if let ChunkOutcome::FiledNear { near, similarity, differs, .. } = outcome {
-                value["similar_to"] = json!({
-                    "memory_id": near.as_str(), "similarity": round(f64::from(*similarity), 3), "differs": differs,
-                });
-            }
-            Ok(value)
+                memory_id: id.as_str().to_string(),
+                similar_to: match outcome {
+                    ChunkOutcome::FiledNear { near, similarity, differs, .. } => Some(SimilarTo {
+                        differs: differs.clone(),
+                        memory_id: near.as_str().to_string(),
+                        similarity: round(f64::from(*similarity), 3),
+                    }),
+                    _ => None,
+                },
+                status: "created",
+            })
         }
-        Some(ChunkOutcome::AlreadyFiled(id)) => {
-            Ok(json!({"status": "duplicate", "method": "exact", "existing_id": id.as_str(), "similarity": 1.0}))
-        }
-        Some(ChunkOutcome::Duplicate { existing, similarity }) => Ok(json!({
-            "status": "duplicate", "method": "cosine", "existing_id": existing.as_str(),
-            "similarity": round(f64::from(*similarity), 3),
-        })),
+        Some(ChunkOutcome::AlreadyFiled(id)) => reply(Learned::Duplicate {
+            existing_id: id.as_str().to_string(),
+            method: "exact",
+            similarity: 1.0,
+            status: "duplicate",
+        }),
+        Some(ChunkOutcome::Duplicate { existing, similarity }) => reply(Learned::Duplicate {
+            existing_id: existing.as_str().to_string(),
+            method: "cosine",
+            similarity: round(f64::from(*similarity), 3),
+            status: "duplicate",
+        }),
         None => Err(failure("nothing was filed")),
     }
+}
+
+/// `learn`: the memory filed, or the one it repeats.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Learned {
+    /// Filed as a new memory.
+    Created {
+        auto_inferred: Inferred,
+        memory_id: String,
+        /// A resembling memory it adds to; absent when there is none.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        similar_to: Option<SimilarTo>,
+        /// Always `created`.
+        status: &'static str,
+    },
+    /// Not filed: it repeats a memory.
+    Duplicate {
+        existing_id: String,
+        /// `exact` or `cosine`.
+        method: &'static str,
+        similarity: f64,
+        /// Always `duplicate`.
+        status: &'static str,
+    },
+}
+
+/// What `learn` and `update` inferred from the text (the scope and tags in
+/// `learn` only).
+#[derive(Serialize)]
+struct Inferred {
+    category: &'static str,
+    confidence: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scope_entities: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scope_files: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tags: Option<Vec<String>>,
+}
+
+/// A resembling memory a new one was filed beside.
+#[derive(Serialize)]
+struct SimilarTo {
+    /// The new text's words it lacks.
+    differs: Vec<String>,
+    memory_id: String,
+    similarity: f64,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -222,40 +282,76 @@ fn recall(backend: &Backend, p: Recall) -> ToolResult {
         spatial,
         ..SearchRequest::default()
     })?;
-    let memories: Vec<Value> = outcome
+    let memories = outcome
         .hits
         .iter()
         .map(|hit| {
             let d = &hit.drawer;
-            let mut memory = json!({
-                "id": d.id.as_str(),
-                "content": d.content.as_str(),
-                "collection": d.wing.as_str(),
-                "category": d.context.get("category").cloned().unwrap_or_else(|| json!(d.room.as_str())),
-                "confidence": d.confidence.get(),
-                "tags": d.tags.iter().map(|t| t.tag.as_str()).collect::<Vec<_>>(),
-                "session_id": d.session_id,
-                "created_at": ts(&d.filed_at),
-                "access_count": d.access_count,
-                "perception_type": d.perception.as_ref().map(|p| p.perception_type.as_str()),
-                "_rrf_score": round(hit.score, 4),
-            });
-            for key in ["params", "spatial", "robot", "task"] {
-                if let Some(value) = d.context.get(key) {
-                    memory[key] = value.clone();
-                }
+            let context = |key: &str| d.context.get(key).cloned();
+            Recalled {
+                rrf_score: round(hit.score, 4),
+                spatial_distance: hit.distance,
+                access_count: d.access_count,
+                category: context("category").unwrap_or_else(|| d.room.as_str().into()),
+                collection: d.wing.as_str().to_string(),
+                confidence: d.confidence.get(),
+                content: d.content.as_str().to_string(),
+                created_at: ts(&d.filed_at),
+                id: d.id.as_str().to_string(),
+                params: context("params"),
+                perception_type: d.perception.as_ref().map(|p| p.perception_type.as_str().to_string()),
+                robot: context("robot"),
+                session_id: d.session_id.clone(),
+                spatial: context("spatial"),
+                tags: d.tags.iter().map(|t| t.tag.as_str().to_string()).collect(),
+                task: context("task"),
             }
-            if let Some(distance) = hit.distance {
-                memory["_spatial_distance"] = json!(distance);
-            }
-            memory
         })
         .collect();
     let mode = match outcome.mode {
         SearchMode::Hybrid => "hybrid",
         SearchMode::LexicalOnly(_) => "bm25_only",
     };
-    Ok(json!({"memories": memories, "total": outcome.hits.len(), "mode": mode}))
+    reply(Recollection { memories, mode, total: outcome.hits.len() })
+}
+
+/// `recall`: the memories found.
+#[derive(Serialize)]
+struct Recollection {
+    memories: Vec<Recalled>,
+    /// `hybrid` or `bm25_only`.
+    mode: &'static str,
+    total: usize,
+}
+
+/// A memory `recall` found; the context's `params`, `spatial`, `robot` and
+/// `task` are copied when present.
+#[derive(Serialize)]
+struct Recalled {
+    #[serde(rename = "_rrf_score")]
+    rrf_score: f64,
+    /// Distance to the spatial sort's target, when sorting by it.
+    #[serde(rename = "_spatial_distance", skip_serializing_if = "Option::is_none")]
+    spatial_distance: Option<f64>,
+    access_count: u64,
+    /// The context's category, else the room.
+    category: Value,
+    collection: String,
+    confidence: f64,
+    content: String,
+    created_at: String,
+    id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<Value>,
+    perception_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    robot: Option<Value>,
+    session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spatial: Option<Value>,
+    tags: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    task: Option<Value>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -302,7 +398,7 @@ fn save_perception(backend: &Backend, p: SavePerception) -> ToolResult {
     request.raw = true;
     request.session_id = session;
     request.confidence = Some(Confidence::new(0.9).map_err(|e| ToolError::Internal(e.to_string()))?);
-    request.context.insert("category".into(), json!("observation"));
+    request.context.insert("category".into(), "observation".into());
     request.perception =
         Some(Perception { perception_type: kind, data: p.data.map(String::into_bytes), metadata: p.metadata });
     let report = palace.ingest(request)?;
@@ -310,10 +406,22 @@ fn save_perception(backend: &Backend, p: SavePerception) -> ToolResult {
         Some(outcome) => outcome.drawer_id().clone(),
         None => return Err(failure("nothing was filed")),
     };
-    Ok(json!({
-        "memory_id": id.as_str(), "perception_type": kind.as_str(), "collection": collection.as_str(),
-        "has_embedding": report.degraded.is_none(),
-    }))
+    reply(PerceptionSaved {
+        collection: collection.as_str().to_string(),
+        has_embedding: report.degraded.is_none(),
+        memory_id: id.as_str().to_string(),
+        perception_type: kind.as_str().to_string(),
+    })
+}
+
+/// `save_perception`: the memory filed.
+#[derive(Serialize)]
+struct PerceptionSaved {
+    collection: String,
+    /// False when no vector could be made.
+    has_embedding: bool,
+    memory_id: String,
+    perception_type: String,
 }
 
 fn active_drawer(backend: &Backend, id: &str, field: &str) -> Result<mempalace_core::Drawer, ToolError> {
@@ -338,10 +446,23 @@ fn forget(backend: &Backend, p: Forget) -> ToolResult {
     let reason = required_text("reason", &p.reason)?;
     let drawer = active_drawer(backend, &p.memory_id, "memory_id")?;
     backend.palace().delete_drawer(&drawer.id, DeleteMode::Soft { reason: Some(reason.to_string()) })?;
-    Ok(json!({
-        "status": "forgotten", "memory_id": drawer.id.as_str(),
-        "content": drawer.content.as_str().chars().take(100).collect::<String>(), "reason": reason,
-    }))
+    reply(Forgotten {
+        content: drawer.content.as_str().chars().take(100).collect(),
+        memory_id: drawer.id.as_str().to_string(),
+        reason: reason.to_string(),
+        status: "forgotten",
+    })
+}
+
+/// `forget`: the memory hidden.
+#[derive(Serialize)]
+struct Forgotten {
+    /// Its first 100 characters.
+    content: String,
+    memory_id: String,
+    reason: String,
+    /// Always `forgotten`.
+    status: &'static str,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -362,9 +483,9 @@ fn update(backend: &Backend, p: Update) -> ToolResult {
     let drawer = active_drawer(backend, &p.memory_id, "memory_id")?;
     let analysis = analyze(text);
     let mut context = Map::new();
-    context.insert("category".into(), json!(analysis.category));
-    context.insert("scope_files".into(), json!(analysis.scope_files));
-    context.insert("scope_entities".into(), json!(analysis.scope_entities));
+    context.insert("category".into(), analysis.category.into());
+    context.insert("scope_files".into(), analysis.scope_files.into());
+    context.insert("scope_entities".into(), analysis.scope_entities.into());
     let updated = backend.palace().update_drawer(
         &drawer.id,
         DrawerUpdate {
@@ -374,11 +495,31 @@ fn update(backend: &Backend, p: Update) -> ToolResult {
             ..DrawerUpdate::default()
         },
     )?;
-    Ok(json!({
-        "status": "updated", "memory_id": updated.id.as_str(),
-        "old_content": preview(drawer.content.as_str(), 100), "new_content": preview(text, 100),
-        "auto_inferred": {"category": analysis.category, "confidence": analysis.confidence},
-    }))
+    reply(Corrected {
+        auto_inferred: Inferred {
+            category: analysis.category,
+            confidence: analysis.confidence,
+            scope_entities: None,
+            scope_files: None,
+            tags: None,
+        },
+        memory_id: updated.id.as_str().to_string(),
+        new_content: preview(text, 100),
+        old_content: preview(drawer.content.as_str(), 100),
+        status: "updated",
+    })
+}
+
+/// `update`: the memory corrected.
+#[derive(Serialize)]
+struct Corrected {
+    auto_inferred: Inferred,
+    memory_id: String,
+    /// The first 100 characters of each.
+    new_content: String,
+    old_content: String,
+    /// Always `updated`.
+    status: &'static str,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -399,13 +540,26 @@ fn start_session(backend: &Backend, p: StartSession) -> ToolResult {
     if size > MAX_SESSION_CONTEXT_BYTES {
         return Err(ToolError::param("context", format!("is {size} bytes; at most {MAX_SESSION_CONTEXT_BYTES}")));
     }
-    context.insert("collection".into(), json!(collection.as_str()));
+    context.insert("collection".into(), collection.as_str().into());
     let agent = context.get("robot_id").and_then(Value::as_str).map(str::to_string);
     let palace = backend.palace();
     let session = palace.start_session(agent, context)?;
     let taxonomy = palace.taxonomy()?;
     let active = taxonomy.wings.get(collection.as_str()).map_or(0, |w| w.drawers);
-    Ok(json!({"session_id": session.id, "collection": collection.as_str(), "active_memories_count": active}))
+    reply(SessionStarted {
+        active_memories_count: active,
+        collection: collection.as_str().to_string(),
+        session_id: session.id,
+    })
+}
+
+/// `start_session`: the session, and how many memories its collection
+/// holds.
+#[derive(Serialize)]
+struct SessionStarted {
+    active_memories_count: u64,
+    collection: String,
+    session_id: String,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -423,37 +577,110 @@ fn end_session(backend: &Backend, p: EndSession) -> ToolResult {
     let id = required_text("session_id", &p.session_id)?;
     let outcome = p.outcome_score.map(|s| within("outcome_score", s, 0.0, 1.0)).transpose()?;
     let ended = backend.palace().end_session(id, outcome)?;
-    let mut by_type = Map::new();
-    let mut by_category = Map::new();
+    let mut by_type = BTreeMap::new();
+    let mut by_category = BTreeMap::new();
     for d in &ended.drawers {
-        let kind = d.memory_type.map_or("fact", |t| t.as_str());
-        let count = by_type.get(kind).and_then(Value::as_u64).unwrap_or(0) + 1;
-        by_type.insert(kind.to_string(), json!(count));
+        *by_type.entry(d.memory_type.map_or("fact", |t| t.as_str()).to_string()).or_insert(0) += 1;
         let category = d.context.get("category").and_then(Value::as_str).unwrap_or(d.room.as_str()).to_string();
-        let count = by_category.get(&category).and_then(Value::as_u64).unwrap_or(0) + 1;
-        by_category.insert(category, json!(count));
+        *by_category.entry(category).or_insert(0) += 1;
     }
     let total = ended.drawers.len();
     let superseded = ended.superseded.len();
-    Ok(json!({
-        "status": "ended",
-        "session_id": ended.session.id,
-        "outcome_score": ended.session.outcome_score,
-        "summary": {"memory_count": total, "by_type": by_type, "by_category": by_category},
-        "decayed_count": 0,
-        "consolidated": {
-            "merged_groups": ended.merged_groups,
-            "superseded_count": superseded,
-            "compression_ratio": if total == 0 { 0.0 } else { round(superseded as f64 / total as f64, 3) },
-            "superseded": ended.superseded.iter().map(|(a, b)| json!({"id": a.as_str(), "kept": b.as_str()})).collect::<Vec<_>>(),
+    reply(SessionEnded {
+        consolidated: Consolidated {
+            compression_ratio: if total == 0 { 0.0 } else { round(superseded as f64 / total as f64, 3) },
+            merged_groups: ended.merged_groups,
+            superseded: ended
+                .superseded
+                .iter()
+                .map(|(a, b)| SupersededPair { id: a.as_str().to_string(), kept: b.as_str().to_string() })
+                .collect(),
+            superseded_count: superseded,
         },
-        "episodic_summary": ended.summary.as_ref().map(|s| json!({
-            "id": s.id, "summary": s.summary, "l0_abstract": s.l0_abstract, "key_topics": s.key_topics,
-            "expires_at": s.expires_at.as_ref().map(ts),
-        })),
-        "related_memories": ended.related.iter().map(|d| json!({
-            "id": d.id.as_str(), "content": preview(d.content.as_str(), 200), "session_id": d.session_id,
-            "collection": d.wing.as_str(),
-        })).collect::<Vec<_>>(),
-    }))
+        decayed_count: 0,
+        episodic_summary: ended.summary.as_ref().map(|s| EpisodeBrief {
+            expires_at: s.expires_at.as_ref().map(ts),
+            id: s.id.clone(),
+            key_topics: s.key_topics.clone(),
+            l0_abstract: s.l0_abstract.clone(),
+            summary: s.summary.clone(),
+        }),
+        outcome_score: ended.session.outcome_score,
+        related_memories: ended
+            .related
+            .iter()
+            .map(|d| RelatedMemory {
+                collection: d.wing.as_str().to_string(),
+                content: preview(d.content.as_str(), 200),
+                id: d.id.as_str().to_string(),
+                session_id: d.session_id.clone(),
+            })
+            .collect(),
+        session_id: ended.session.id,
+        status: "ended",
+        summary: SessionSummary { by_category, by_type, memory_count: total },
+    })
+}
+
+/// `end_session`: what the session left and how it was consolidated.
+#[derive(Serialize)]
+struct SessionEnded {
+    consolidated: Consolidated,
+    /// Always 0 (nothing decays at session end here).
+    decayed_count: u32,
+    /// Null when no summary was written.
+    episodic_summary: Option<EpisodeBrief>,
+    outcome_score: Option<f64>,
+    /// Memories of other sessions on the same topics.
+    related_memories: Vec<RelatedMemory>,
+    session_id: String,
+    /// Always `ended`.
+    status: &'static str,
+    summary: SessionSummary,
+}
+
+/// The session's memories, counted.
+#[derive(Serialize)]
+struct SessionSummary {
+    by_category: BTreeMap<String, u64>,
+    by_type: BTreeMap<String, u64>,
+    memory_count: usize,
+}
+
+/// What consolidation at session end did.
+#[derive(Serialize)]
+struct Consolidated {
+    /// Superseded / memories, 3 places.
+    compression_ratio: f64,
+    merged_groups: usize,
+    superseded: Vec<SupersededPair>,
+    superseded_count: usize,
+}
+
+/// A memory superseded by another of the session.
+#[derive(Serialize)]
+struct SupersededPair {
+    id: String,
+    /// The memory kept.
+    kept: String,
+}
+
+/// The session's episodic summary.
+#[derive(Serialize)]
+struct EpisodeBrief {
+    expires_at: Option<String>,
+    id: String,
+    key_topics: Vec<String>,
+    l0_abstract: String,
+    summary: String,
+}
+
+/// A memory of another session on the same topics.
+#[derive(Serialize)]
+struct RelatedMemory {
+    collection: String,
+    /// Its first 200 characters.
+    content: String,
+    id: String,
+    session_id: Option<String>,
 }

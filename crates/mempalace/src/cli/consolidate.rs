@@ -99,7 +99,7 @@ pub fn episodes(palace: &Palace, command: EpisodesCommand) -> Result<()> {
             let mut episodes = palace.episodes(user.as_deref())?;
             episodes.truncate(limit);
             if json {
-                let items: Vec<Value> = episodes.iter().map(shapes::episode).collect();
+                let items: Vec<_> = episodes.iter().map(shapes::EpisodeShape::of).collect();
                 return Ok(output::json(&json!({"count": items.len(), "episodes": items}))?);
             }
             if episodes.is_empty() {
@@ -115,7 +115,7 @@ pub fn episodes(palace: &Palace, command: EpisodesCommand) -> Result<()> {
         EpisodesCommand::Show { id, json } => {
             let detail = palace.episode(&id)?;
             if json {
-                return Ok(output::json(&shapes::episode_detail(&detail))?);
+                return Ok(output::json(&shapes::EpisodeShape::detail(&detail))?);
             }
             output::line(episode_line(&detail.episode))?;
             output::line(format!("  session {}", detail.episode.session_id))?;
@@ -133,7 +133,7 @@ pub fn episodes(palace: &Palace, command: EpisodesCommand) -> Result<()> {
         EpisodesCommand::Search { query, user, limit, json } => {
             let hits = palace.search_episodes(&query, None, user.as_deref(), limit, 0.0)?;
             if json {
-                let items: Vec<Value> = hits.iter().map(shapes::episode_hit).collect();
+                let items: Vec<_> = hits.iter().map(shapes::EpisodeShape::hit).collect();
                 return Ok(output::json(&json!({"query": query, "count": items.len(), "episodes": items}))?);
             }
             if hits.is_empty() {
@@ -162,7 +162,7 @@ pub fn episodes(palace: &Palace, command: EpisodesCommand) -> Result<()> {
 pub fn prune(palace: &Palace, args: PruneArgs) -> Result<()> {
     let report = palace.prune(args.dry_run)?;
     if args.json {
-        return Ok(output::json(&shapes::prune_report(&report))?);
+        return Ok(output::json(&shapes::PruneReportShape::of(&report))?);
     }
     let verb = if report.dry_run { "would archive" } else { "archived" };
     output::line(format!(

@@ -73,7 +73,7 @@ pub fn entities(palace: &Palace, command: EntitiesCommand) -> Result<()> {
         EntitiesCommand::Dedup { dry_run, json } => {
             let report = palace.dedup_entities(dry_run)?;
             if json {
-                return Ok(output::json(&shapes::dedup_report(&report))?);
+                return Ok(output::json(&shapes::DedupReportShape::of(&report))?);
             }
             let verb = if report.applied { "merged" } else { "would merge" };
             let aliases: usize = report.groups.iter().map(|g| g.aliases.len()).sum();
@@ -115,7 +115,8 @@ pub fn entities(palace: &Palace, command: EntitiesCommand) -> Result<()> {
             let aliases = palace.entity_aliases(entity.as_deref())?;
             let mut items = Vec::new();
             for alias in &aliases {
-                items.push(shapes::entity_alias(alias, canonical_name(palace, &alias.canonical_id)?.as_deref()));
+                items
+                    .push(shapes::EntityAliasShape::of(alias, canonical_name(palace, &alias.canonical_id)?.as_deref()));
             }
             if json {
                 return Ok(output::json(&json!({"count": items.len(), "aliases": items}))?);
@@ -126,10 +127,10 @@ pub fn entities(palace: &Palace, command: EntitiesCommand) -> Result<()> {
             for item in &items {
                 output::line(format!(
                     "{} → {} ({}, {})",
-                    item["alias"].as_str().unwrap_or_default(),
-                    item["canonical"].as_str().or(item["canonical_id"].as_str()).unwrap_or_default(),
-                    item["reason"].as_str().unwrap_or_default(),
-                    item["merged_at"].as_str().unwrap_or_default()
+                    item.alias,
+                    item.canonical.as_deref().unwrap_or(&item.canonical_id),
+                    item.reason,
+                    item.merged_at
                 ))?;
             }
         }
@@ -143,7 +144,7 @@ pub fn centroids(palace: &Palace, command: CentroidsCommand) -> Result<()> {
         CentroidsCommand::Recompute { json } => {
             let report = palace.recompute_centroids()?;
             if json {
-                return Ok(output::json(&shapes::centroid_report(&report))?);
+                return Ok(output::json(&shapes::CentroidReportShape::of(&report))?);
             }
             if report.model.is_none() {
                 output::line("No embedding model: centroids need vectors (`mempalace model fetch`).")?;

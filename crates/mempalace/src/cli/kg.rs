@@ -230,7 +230,7 @@ pub fn run_kg(palace: &Palace, command: KgCommand) -> Result<()> {
             let facts = palace.kg_query(&entity, as_of_time, direction(&dir)?)?;
             if as_json {
                 output::json(
-                    &json!({"entity": entity, "as_of": as_of, "facts": facts.iter().map(shapes::fact).collect::<Vec<_>>(), "count": facts.len()}),
+                    &json!({"entity": entity, "as_of": as_of, "facts": facts.iter().map(shapes::FactShape::of).collect::<Vec<_>>(), "count": facts.len()}),
                 )?;
             } else if facts.is_empty() {
                 output::note(format!("no facts about {entity:?}"));
@@ -256,7 +256,7 @@ pub fn run_kg(palace: &Palace, command: KgCommand) -> Result<()> {
             let facts = palace.kg_timeline(entity.as_deref())?;
             if as_json {
                 output::json(
-                    &json!({"entity": entity.as_deref().unwrap_or("all"), "timeline": facts.iter().map(shapes::fact).collect::<Vec<_>>(), "count": facts.len()}),
+                    &json!({"entity": entity.as_deref().unwrap_or("all"), "timeline": facts.iter().map(shapes::FactShape::of).collect::<Vec<_>>(), "count": facts.len()}),
                 )?;
             } else {
                 for fact in &facts {
@@ -268,7 +268,7 @@ pub fn run_kg(palace: &Palace, command: KgCommand) -> Result<()> {
             let stats = palace.kg_stats()?;
             let types: Vec<&str> = stats.predicates.iter().map(|(p, _)| p.as_str()).collect();
             if as_json {
-                output::json(&shapes::kg_stats(&stats))?;
+                output::json(&shapes::KgStatsShape::of(&stats))?;
             } else {
                 output::line(format!(
                     "{} entities, {} facts ({} current, {} ended); relations: {}",
@@ -293,7 +293,7 @@ pub fn run_graph(palace: &Palace, command: GraphCommand) -> Result<()> {
         GraphCommand::Traverse { room, max_hops, json: as_json } => {
             let reached = palace.traverse(&room, max_hops)?;
             if as_json {
-                output::json(&Value::Array(reached.iter().map(shapes::reached).collect()))?;
+                output::json(&reached.iter().map(shapes::ReachedShape::of).collect::<Vec<_>>())?;
             } else {
                 for step in &reached {
                     output::line(format!(
@@ -309,7 +309,7 @@ pub fn run_graph(palace: &Palace, command: GraphCommand) -> Result<()> {
         GraphCommand::Tunnels { wing_a, wing_b, json: as_json } => {
             let rooms = palace.find_tunnels(wing_a.as_deref(), wing_b.as_deref())?;
             if as_json {
-                output::json(&Value::Array(rooms.iter().map(shapes::tunnel_room).collect()))?;
+                output::json(&rooms.iter().map(shapes::TunnelRoomShape::of).collect::<Vec<_>>())?;
             } else {
                 for room in &rooms {
                     output::line(format!("{} ({} drawers) bridges {}", room.room, room.count, room.wings.join(", ")))?;
@@ -318,9 +318,8 @@ pub fn run_graph(palace: &Palace, command: GraphCommand) -> Result<()> {
         }
         GraphCommand::Stats { json: as_json } => {
             let stats = palace.graph_stats()?;
-            let value = shapes::graph_stats(&stats);
             if as_json {
-                output::json(&value)?;
+                output::json(&shapes::GraphStatsShape::of(&stats))?;
             } else {
                 output::line(format!(
                     "{} rooms ({} placements), {} bridge wings, {} explicit tunnels, {} edges",
@@ -342,7 +341,7 @@ pub fn run_graph(palace: &Palace, command: GraphCommand) -> Result<()> {
         GraphCommand::Tunnel(TunnelCommand::List { wing, json: as_json }) => {
             let tunnels = palace.list_tunnels(wing.as_deref())?;
             if as_json {
-                output::json(&Value::Array(tunnels.iter().map(shapes::tunnel).collect()))?;
+                output::json(&tunnels.iter().map(shapes::TunnelShape::of).collect::<Vec<_>>())?;
             } else {
                 for t in &tunnels {
                     output::line(format!(

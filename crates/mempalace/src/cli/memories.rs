@@ -125,7 +125,7 @@ pub fn extract(palace: &Palace, args: ExtractArgs) -> Result<()> {
         let runs: Vec<Value> = reports
             .iter()
             .map(|(session, report)| {
-                let mut value = mempalace_mcp::shapes::extract_report(report);
+                let mut value = json!(mempalace_mcp::shapes::ExtractReportShape::of(report));
                 value["session"] = json!(session);
                 value
             })
@@ -159,7 +159,7 @@ pub fn extract(palace: &Palace, args: ExtractArgs) -> Result<()> {
 pub fn list(palace: &Palace, args: MemoriesArgs) -> Result<()> {
     let memories = palace.memories(args.user.as_deref())?;
     if args.json {
-        let items: Vec<Value> = memories.iter().map(mempalace_mcp::shapes::memory).collect();
+        let items: Vec<_> = memories.iter().map(mempalace_mcp::shapes::MemoryShape::of).collect();
         return Ok(output::json(&json!({"count": items.len(), "memories": items}))?);
     }
     if memories.is_empty() {

@@ -219,7 +219,7 @@ pub fn status(palace: &Palace, args: StatusArgs) -> Result<()> {
             "wings": wings,
             "rooms": rooms,
             "taxonomy": nested,
-            "pipeline": mempalace_mcp::shapes::pipeline(&status.pipeline),
+            "pipeline": mempalace_mcp::shapes::PipelineShape::of(&status.pipeline),
             "limits": limits.as_ref().map(|rows| rows.iter().map(|(name, used, limit)| {
                 (name.to_string(), json!({"used": used, "limit": limit}))
             }).collect::<serde_json::Map<_, _>>()),
