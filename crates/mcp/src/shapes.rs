@@ -673,7 +673,9 @@ pub struct MemoryShape {
 impl MemoryShape {
     /// The shape of `memory`.
     pub fn of(memory: &StoredMemory) -> Self {
-        let meta = &memory.drawer.context["memory"];
+        // A memory drawer edited by hand may lack its `memory` record: its
+        // optional fields are then absent, never a panic.
+        let meta = memory.drawer.context.get("memory").unwrap_or(&Value::Null);
         Self {
             entity_name: memory.memory.entity_name.clone(),
             entity_type: memory.memory.entity_type.as_str(),
@@ -997,5 +999,38 @@ impl CentroidReportShape {
             types_unchanged: report.types_unchanged.iter().map(|t| t.as_str()).collect(),
             workspace: report.workspace.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mempalace_core::memory::{EntityType, ExistingMemory, MemoryScope};
+    use mempalace_core::{Content, Drawer, Room, Wing, WorkspaceId};
+    use mempalace_engine::memories::StoredMemory;
+
+    use super::MemoryShape;
+
+    /// A memory drawer whose `memory` record was removed (an edit by hand,
+    /// an import from elsewhere) is still shown, without its optional parts.
+    #[test]
+    fn a_memory_without_its_record_is_shown_not_a_panic() {
+        let drawer = Drawer::new(
+            WorkspaceId::default_workspace(),
+            Wing::parse("memories").unwrap(),
+            Room::parse("fact").unwrap(),
+            Content::parse("Sam works on the rover arm.".to_string()).unwrap(),
+            "test".to_string(),
+            mempalace_core::time::parse_timestamp("2026-01-02", "date", mempalace_core::time::DayEdge::Start).unwrap(),
+        );
+        let memory = ExistingMemory {
+            id: drawer.id.to_string(),
+            entity_type: EntityType::Fact,
+            entity_name: "Sam".into(),
+            observation: "Sam works on the rover arm.".into(),
+            scope: MemoryScope::Workspace,
+        };
+        let shape = MemoryShape::of(&StoredMemory { drawer, memory });
+        assert_eq!(shape.tier, "extracted");
+        assert!(shape.episodes.is_none() && shape.sessions.is_none());
     }
 }
