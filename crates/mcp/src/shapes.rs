@@ -530,6 +530,20 @@ pub struct DiaryWritten {
     pub topic: String,
 }
 
+impl DiaryWritten {
+    /// The entry `id` of `agent` on `topic`, written at `at`.
+    pub fn new(agent: String, id: &mempalace_core::DrawerId, topic: String, at: &mempalace_core::Timestamp) -> Self {
+        Self {
+            agent,
+            chunks: 1,
+            entry_id: id.as_str().to_string(),
+            success: true,
+            timestamp: format_timestamp(at),
+            topic,
+        }
+    }
+}
+
 /// A write that did not happen, as a result: `{"success": false, "error": …}`.
 #[derive(Debug, Clone, Serialize)]
 pub struct WriteFailure {

@@ -1281,14 +1281,7 @@ fn diary_write(backend: &Backend, p: DiaryWrite) -> ToolResult {
             context: serde_json::Map::new(),
         })
         .map_err(|e| as_write_failure(e.into()))?;
-    reply(DiaryWritten {
-        agent,
-        chunks: 1,
-        entry_id: id.as_str().to_string(),
-        success: true,
-        timestamp: ts(&palace.now()),
-        topic,
-    })
+    reply(DiaryWritten::new(agent, &id, topic, &palace.now()))
 }
 
 #[derive(Deserialize, JsonSchema)]

@@ -907,14 +907,7 @@ fn write_checkpoint_diary(
         context: serde_json::Map::new(),
     });
     Ok(Some(match written {
-        Ok(id) => CheckpointDiaryWritten::Written(DiaryWritten {
-            agent,
-            chunks: 1,
-            entry_id: id.as_str().to_string(),
-            success: true,
-            timestamp: ts(&palace.now()),
-            topic,
-        }),
+        Ok(id) => CheckpointDiaryWritten::Written(DiaryWritten::new(agent, &id, topic, &palace.now())),
         Err(error) => CheckpointDiaryWritten::Failed(WriteFailure::new(error)),
     }))
 }
