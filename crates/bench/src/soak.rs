@@ -379,6 +379,9 @@ fn miner(target: &Target, scratch: &Path, number: usize, stop: &AtomicBool) -> M
     log
 }
 
+/// One server's RSS samples: (seconds since the start, MiB).
+type RssSamples = Vec<(f64, f64)>;
+
 /// VmRSS of a process in MiB.
 fn rss_mib(pid: u32) -> Option<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -436,7 +439,7 @@ pub fn run(params: &SoakParams) -> Result<(Value, Value)> {
     let pids: Vec<u32> = servers.iter().map(|s| s.child.id()).collect();
 
     let stop = Arc::new(AtomicBool::new(false));
-    let rss: Arc<Mutex<Vec<Vec<(f64, f64)>>>> = Arc::new(Mutex::new(vec![Vec::new(); n_servers]));
+    let rss: Arc<Mutex<Vec<RssSamples>>> = Arc::new(Mutex::new(vec![Vec::new(); n_servers]));
     let started = Instant::now();
     let (client_logs, miner_logs) = std::thread::scope(|scope| {
         let sampler = {
