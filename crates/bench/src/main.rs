@@ -10,6 +10,7 @@ mod mine;
 mod palace;
 mod report;
 mod search;
+mod soak;
 mod stores;
 
 use std::path::PathBuf;
@@ -119,6 +120,35 @@ enum Bench {
         #[arg(long, value_delimiter = ',', default_values_t = ["static".to_string(), "minilm".to_string()])]
         embedders: Vec<String>,
     },
+    /// A sustained mixed load on one palace: MCP HTTP clients and miners
+    /// for a set time; throughput, latency per tool, errors, server RSS over
+    /// time and a consistency check at the end.
+    Soak {
+        /// How long the load runs (`90s`, `10m`, `1h`).
+        #[arg(long, default_value = "30s", value_parser = soak::parse_duration)]
+        duration: std::time::Duration,
+        /// MCP streamable-HTTP clients.
+        #[arg(long, default_value_t = 8)]
+        clients: usize,
+        /// Concurrent `mempalace mine` runs, each on fresh transcripts.
+        #[arg(long, default_value_t = 2)]
+        miners: usize,
+        /// Model directory (as `mempalace --model-dir`).
+        #[arg(long, env = "MEMPALACE_MODEL_DIR")]
+        models: Option<PathBuf>,
+        /// The embedder of the servers and miners (as `mempalace --embedder`).
+        #[arg(long, default_value = "minilm")]
+        embedder: String,
+        /// Run on this PostgreSQL database (empty; it is filled) instead of a fresh SQLite palace.
+        #[arg(long)]
+        database_url: Option<String>,
+        /// Server processes sharing the PostgreSQL database (one on SQLite).
+        #[arg(long, default_value_t = 3)]
+        servers: usize,
+        /// Seconds between RSS samples of each server.
+        #[arg(long, default_value_t = 5)]
+        sample_seconds: u64,
+    },
     /// (internal) the child process of the RSS measurement.
     #[command(hide = true)]
     EmbedRss {
@@ -182,6 +212,26 @@ fn main() -> Result<()> {
             let dir = report::write(&cli.results, "mine", &command_line, &summary, &samples)?;
             println!("{}", serde_json::to_string_pretty(&summary)?);
             println!("recorded in {}", dir.display());
+        }
+        Bench::Soak { duration, clients, miners, models, embedder, database_url, servers, sample_seconds } => {
+            let params = soak::SoakParams {
+                binary: cli.binary,
+                models,
+                embedder,
+                duration,
+                clients,
+                miners,
+                database_url,
+                servers,
+                sample_every: std::time::Duration::from_secs(sample_seconds.max(1)),
+            };
+            let (summary, samples) = soak::run(&params)?;
+            let dir = report::write(&cli.results, "soak", &command_line, &summary, &samples)?;
+            println!("{}", serde_json::to_string_pretty(&summary)?);
+            println!("recorded in {}", dir.display());
+            if summary["ok"] != true {
+                anyhow::bail!("the soak failed: errors, missing adds, an unclean exit or doctor findings (see above)");
+            }
         }
         Bench::EmbedRss { models, shared, chunks, int8 } => {
             println!("{}", embed::rss_child(&models, &shared, chunks, int8)?);

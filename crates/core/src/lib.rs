@@ -59,6 +59,7 @@ pub mod audit;
 pub mod centroid;
 pub mod chunk;
 pub mod classify;
+pub mod config;
 pub mod coordination;
 pub mod dedup;
 pub mod drawer;

@@ -21,6 +21,7 @@ pub fn all() -> Vec<Box<dyn Target>> {
         Box::new(Transcripts),
         Box::new(Bundles),
         Box::new(ProjectYaml),
+        Box::new(ConfigJson),
         Box::new(ExportLines),
         Box::new(Texts),
         Box::new(OpencodeDb::new()),
@@ -140,6 +141,35 @@ impl Target for ProjectYaml {
     fn run(&mut self, input: &[u8]) {
         if let Ok(text) = std::str::from_utf8(input) {
             let _ = mempalace_core::project::ProjectConfig::parse(text);
+        }
+    }
+}
+
+/// `~/.mempalace/config.json`, read by every command at startup; an error's
+/// message is rendered too (it quotes the key and the value).
+struct ConfigJson;
+
+impl Target for ConfigJson {
+    fn name(&self) -> &'static str {
+        "config-json"
+    }
+
+    fn seeds(&self) -> Vec<Vec<u8>> {
+        let mut seeds = corpus("config-json");
+        files(&fixture("mempalace-python/dot-mempalace"), &mut seeds);
+        seeds.retain(|s| s.first() == Some(&b'{'));
+        seeds
+    }
+
+    fn run(&mut self, input: &[u8]) {
+        let Ok(text) = std::str::from_utf8(input) else { return };
+        match mempalace_core::config::ConfigFile::parse(text, Path::new("config.json")) {
+            Ok(config) => {
+                let _ = format!("{config:?}");
+            }
+            Err(error) => {
+                let _ = error.to_string();
+            }
         }
     }
 }

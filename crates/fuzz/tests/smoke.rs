@@ -23,6 +23,7 @@ fn every_target_runs_briefly_without_findings() {
         "transcripts",
         "bundles",
         "project-yaml",
+        "config-json",
         "export-lines",
         "texts",
         "opencode-db",

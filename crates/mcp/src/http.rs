@@ -126,6 +126,7 @@ pub fn router_with(server: McpServer, options: &HttpOptions, extra: Router) -> R
         .nest_service("/mcp", service)
         .merge(extra)
         .layer(middleware::from_fn(session_closed))
+        .layer(middleware::from_fn(unreadable_messages))
         .layer(middleware::from_fn_with_state(gate, authorize))
         .layer(middleware::from_fn_with_state(counted, count_request)))
 }
@@ -275,6 +276,46 @@ async fn session_closed(request: Request, next: Next) -> Response {
     response
 }
 
+/// A body the SDK could not read as a JSON-RPC message (invalid UTF-8, not
+/// JSON, nested too deeply, not a message) is answered `400 Bad Request`
+/// with a JSON-RPC error (`-32700` when the body is not JSON, `-32600` when
+/// it is JSON but not a message) naming the place, instead of the SDK's
+/// plain-text `415 Unsupported Media Type`, which blames the content type.
+async fn unreadable_messages(request: Request, next: Next) -> Response {
+    let mcp = request.method() == axum::http::Method::POST && request.uri().path().starts_with("/mcp");
+    let response = next.run(request).await;
+    if !mcp || response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 64 * 1024).await else {
+        return Response::from_parts(parts, axum::body::Body::empty());
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let Some(detail) = text.strip_prefix("fail to deserialize request body ") else {
+        // The content-type refusal: already says what to send.
+        return Response::from_parts(parts, axum::body::Body::from(bytes));
+    };
+    let not_a_message = [
+        "invalid type",
+        "invalid value",
+        "invalid length",
+        "missing field",
+        "unknown variant",
+        "data did not match",
+        "unrecognized",
+    ]
+    .iter()
+    .any(|kind| detail.starts_with(kind));
+    let (code, message) = if not_a_message {
+        (-32600, format!("invalid request: the body is JSON but not a JSON-RPC message: {detail}"))
+    } else {
+        (-32700, format!("parse error: the body is not JSON (UTF-8, nested at most 128 deep): {detail}"))
+    };
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    (StatusCode::BAD_REQUEST, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
+}
+
 /// What the authorising layer needs: the server's admin token, tenancy
 /// (to resolve user tokens) and whether the listener is loopback-only.
 struct Gate {
@@ -410,6 +451,14 @@ pub async fn serve_with(
         .await
         .map_err(|source| HttpError::Bind { addr: options.addr, source })?;
     let local = listener.local_addr().map_err(HttpError::Serve)?;
+    // Without TCP_NODELAY an answer written in pieces (an SSE stream's
+    // priming event, the message, the end) waits for the client's delayed
+    // ACK: about 40 ms added to every MCP call over HTTP.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::debug!(%error, "could not set TCP_NODELAY");
+        }
+    });
     tracing::info!(addr = %local, "listening: MCP at /mcp, the REST API at /api/v1, the web UI at /");
     axum::serve(listener, app).with_graceful_shutdown(shutdown).await.map_err(HttpError::Serve)
 }

@@ -106,17 +106,19 @@ enum Incoming {
     Forward { call: Option<(String, String)>, cancelled: Option<String>, rewritten: Option<String> },
 }
 
+/// The answer to a line that is not JSON (or not UTF-8, or nested deeper
+/// than 128 levels).
+fn not_json() -> String {
+    json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}}).to_string()
+}
+
 fn classify(line: &str) -> Incoming {
     if line.trim().is_empty() {
         return Incoming::Blank;
     }
     let value: Value = match serde_json::from_str(line) {
         Ok(value) => value,
-        Err(_) => {
-            return Incoming::Reject(
-                json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}}).to_string(),
-            );
-        }
+        Err(_) => return Incoming::Reject(not_json()),
     };
     let Value::Object(mut message) = value else {
         return Incoming::Reject(
@@ -193,9 +195,22 @@ pub async fn serve_stdio(server: McpServer) -> Result<(), std::io::Error> {
     let reader = {
         let sequencer = Arc::clone(&sequencer);
         tokio::spawn(async move {
-            let mut lines = BufReader::new(tokio::io::stdin()).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                match classify(&line) {
+            let mut stdin = BufReader::new(tokio::io::stdin());
+            let mut bytes = Vec::new();
+            loop {
+                bytes.clear();
+                match stdin.read_until(b'\n', &mut bytes).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                // A line that is not UTF-8 is answered like any unreadable
+                // line; the session goes on (reading lines as text would end it).
+                let incoming = match std::str::from_utf8(&bytes) {
+                    Ok(text) => classify(text.strip_suffix('\n').map_or(text, |t| t.strip_suffix('\r').unwrap_or(t))),
+                    Err(_) => Incoming::Reject(not_json()),
+                };
+                let line = String::from_utf8_lossy(&bytes).trim_end_matches(['\n', '\r']).to_string();
+                match incoming {
                     Incoming::Blank => {}
                     Incoming::Reject(error) => {
                         tracing::warn!("a malformed JSON-RPC line on stdin was answered with an error");

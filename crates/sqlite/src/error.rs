@@ -19,11 +19,19 @@ pub(crate) fn map(context: &str, error: rusqlite::Error) -> StoreError {
         Some(ErrorCode::DatabaseCorrupt) | Some(ErrorCode::NotADatabase) => {
             StoreError::Corrupt { detail: format!("{context}: {error}") }
         }
-        Some(ErrorCode::DiskFull)
-        | Some(ErrorCode::ReadOnly)
-        | Some(ErrorCode::CannotOpen)
-        | Some(ErrorCode::PermissionDenied)
-        | Some(ErrorCode::SystemIoFailure) => StoreError::Io { detail: format!("{context}: {error}") },
+        // The detail says which of the two the user has to fix.
+        Some(ErrorCode::DiskFull) => {
+            StoreError::Io { detail: format!("{context}: {error} (the disk is full: free space, then run it again)") }
+        }
+        Some(ErrorCode::ReadOnly) | Some(ErrorCode::PermissionDenied) => StoreError::Io {
+            detail: format!(
+                "{context}: {error} (palace.db or its directory is read-only for this user: make both writable, or \
+                 run as their owner)"
+            ),
+        },
+        Some(ErrorCode::CannotOpen) | Some(ErrorCode::SystemIoFailure) => {
+            StoreError::Io { detail: format!("{context}: {error}") }
+        }
         _ => StoreError::backend(context.to_string(), error),
     }
 }

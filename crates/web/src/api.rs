@@ -8,7 +8,7 @@
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::rejection::{JsonRejection, QueryRejection, StringRejection};
 use axum::extract::{Extension, Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -49,7 +49,19 @@ pub(crate) fn query<T>(query: Result<Query<T>, QueryRejection>) -> ApiResult<T> 
 }
 
 pub(crate) fn body<T>(body: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
-    body.map(|Json(b)| b).map_err(|e| Problem::bad_request(format!("request body: {}", e.body_text())))
+    body.map(|Json(b)| b).map_err(|e| match e.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => Problem::too_large(),
+        _ => Problem::bad_request(format!("request body: {}", e.body_text())),
+    })
+}
+
+/// A text body (the JSONL import): over the limit or not UTF-8 is a problem
+/// like any other.
+fn text_body(text: Result<String, StringRejection>) -> ApiResult<String> {
+    text.map_err(|e| match e.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => Problem::too_large(),
+        _ => Problem::bad_request(format!("request body: {}; send UTF-8 JSON lines", e.body_text())),
+    })
 }
 
 fn drawer_id(text: &str) -> ApiResult<DrawerId> {
@@ -1137,8 +1149,9 @@ pub struct Imported {
 pub(crate) async fn import(
     State(backend): State<Backend>,
     Extension(scope): Extension<RequestScope>,
-    text: String,
+    text: Result<String, StringRejection>,
 ) -> ApiResult<Json<Imported>> {
+    let text = text_body(text)?;
     with_palace(backend, scope, move |palace| {
         let mut records = Vec::new();
         for (index, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {

@@ -44,6 +44,10 @@ pub struct BrowserPolicy {
     pub origins: Vec<String>,
 }
 
+/// The largest request body the REST API reads (axum's default, stated so
+/// the refusal can name it).
+pub const BODY_LIMIT: usize = 2 * 1024 * 1024;
+
 /// The REST API and the UI over `backend`.
 pub fn router(backend: Backend, policy: BrowserPolicy) -> Router {
     Router::new()
@@ -91,6 +95,7 @@ pub fn router(backend: Backend, policy: BrowserPolicy) -> Router {
         .route("/", get(ui::index))
         .route("/ui/{file}", get(ui::asset))
         .layer(middleware::from_fn_with_state(Arc::new(policy), browser_checks))
+        .layer(axum::extract::DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(backend)
 }
 

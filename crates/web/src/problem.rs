@@ -27,6 +27,20 @@ pub struct Problem {
 }
 
 impl Problem {
+    /// A request body over [`crate::BODY_LIMIT`].
+    pub fn too_large() -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too-large",
+            "Request body too large",
+            format!(
+                "request body over {} bytes, the server's limit: send less (a large export: split it, or \
+                 `mempalace import FILE` on the server)",
+                crate::BODY_LIMIT
+            ),
+        )
+    }
+
     /// A problem of `kind` with `status`.
     pub fn new(status: StatusCode, kind: &str, title: &str, detail: impl Into<String>) -> Self {
         Self {

@@ -571,7 +571,8 @@ fn vector(field: &VectorField) -> Result<Embedding, LineError> {
     let bytes = BASE64
         .decode(&field.base64)
         .map_err(|error| LineError(format!("vector of model {:?} is not valid base64: {error}", field.model)))?;
-    if bytes.len() != field.dim * 4 {
+    // `dim` comes from the file: a huge one must not overflow the check.
+    if field.dim.checked_mul(4) != Some(bytes.len()) {
         return Err(LineError(format!(
             "vector of model {:?} has {} bytes, expected dim {} × 4",
             field.model,
@@ -860,6 +861,15 @@ mod tests {
         value["content"] = serde_json::json!("edited");
         let line: Line = serde_json::from_value(value).unwrap();
         assert!(from_line(&line).unwrap_err().0.contains("content_hash"));
+    }
+
+    /// Found by the fuzzer: a `dim` near `usize::MAX` overflowed `dim × 4`.
+    #[test]
+    fn a_huge_vector_dimension_is_an_error_not_an_overflow() {
+        let field = VectorField { model: "m".into(), dim: usize::MAX / 2, base64: BASE64.encode([0u8; 8]) };
+        assert!(vector(&field).unwrap_err().0.contains("expected dim"));
+        let field = VectorField { model: "m".into(), dim: (usize::MAX / 4) + 3, base64: BASE64.encode([0u8; 8]) };
+        assert!(vector(&field).is_err(), "a dim whose × 4 wraps to the byte count is refused too");
     }
 
     proptest! {

@@ -11,8 +11,13 @@ use crate::harness::{Sandbox, Store, on_both};
 
 /// 120 transcripts of 25 exchanges each, every line distinct.
 fn transcripts(dir: &Path) {
+    some_transcripts(dir, 120);
+}
+
+/// `files` transcripts of 25 exchanges each, every line distinct.
+fn some_transcripts(dir: &Path, files: usize) {
     std::fs::create_dir_all(dir).unwrap();
-    for file in 0..120 {
+    for file in 0..files {
         let mut text = String::new();
         for turn in 0..25 {
             text.push_str(&format!(
@@ -125,7 +130,12 @@ fn a_killed_store_migration_resumes(store: Store) {
     assert_eq!(destination.total(), expected, "the copy completes, every drawer once");
 }
 
-on_both!(a_killed_mine_resumes_to_the_same_palace, a_killed_store_migration_resumes);
+on_both!(
+    a_killed_mine_resumes_to_the_same_palace,
+    a_killed_store_migration_resumes,
+    killed_adds_keep_every_acknowledged_one,
+    a_killed_import_resumes
+);
 
 /// Sends SIGTERM to `child` and waits for it to exit, at most `within`.
 fn terminate(child: &mut std::process::Child, within: Duration) -> std::process::ExitStatus {
@@ -178,4 +188,219 @@ fn workers_stop_cleanly_on_sigterm() {
     assert!(status.success(), "serve exits 0 on SIGTERM: {status:?}");
     assert_eq!(raw(&sandbox)["claimed"].as_u64(), Some(0));
     healthy(&sandbox);
+}
+
+/// `add` killed at staggered moments, in a loop of adds: every add that
+/// printed its id is in the palace, the palace passes `doctor`, and the
+/// killed adds run again file their drawer once.
+fn killed_adds_keep_every_acknowledged_one(store: Store) {
+    let sandbox = Sandbox::on(store).with_static_model();
+    let fact = |n: u64| format!("Fact {n}: kiln {n} fires at {} degrees for glaze batch {n}", 1_000 + n);
+    let mut acknowledged = Vec::new();
+    let mut killed = Vec::new();
+    for n in 0..40_u64 {
+        let text = fact(n);
+        let mut child = sandbox
+            .cmd(&["add", "--wing", "crash", "--room", "adds", &text])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn add");
+        if n % 4 == 3 {
+            // From right after the start to well into the write.
+            std::thread::sleep(Duration::from_millis(n * 4));
+            let _ = child.kill();
+        }
+        let output = child.wait_with_output().unwrap();
+        if output.status.success() {
+            acknowledged.push((String::from_utf8_lossy(&output.stdout).trim().to_string(), n));
+        } else {
+            killed.push(n);
+        }
+    }
+    assert!(!killed.is_empty(), "no add was killed before it finished; kill earlier");
+    healthy(&sandbox);
+    for (id, n) in &acknowledged {
+        let drawer = sandbox.run(&["get", id]);
+        assert!(drawer.status.success(), "acknowledged add {n} ({id}) is missing");
+        assert!(String::from_utf8_lossy(&drawer.stdout).contains(&fact(*n)), "add {n} holds its text");
+    }
+    for n in &killed {
+        sandbox.ok(&["add", "--wing", "crash", "--room", "adds", &fact(*n)]);
+    }
+    healthy(&sandbox);
+    assert_eq!(sandbox.total(), 40, "every fact once, whether its first add was killed before or after its commit");
+}
+
+/// `import` of an export killed mid-run: the batches committed are there,
+/// the palace passes `doctor`, and importing again completes the palace.
+fn a_killed_import_resumes(store: Store) {
+    let source = Sandbox::on(store).with_static_model();
+    let data = source.path("transcripts");
+    transcripts(&data);
+    source.mine(&data);
+    let expected = source.total();
+    let export = source.path("palace.jsonl");
+    source.ok(&["export", "--out", export.to_str().unwrap()]);
+
+    let sandbox = Sandbox::on(store).with_static_model();
+    let file = export.to_str().unwrap();
+    kill_midway(&sandbox, &["import", file], 1);
+    healthy(&sandbox);
+    assert!(sandbox.total() < expected, "the import was interrupted");
+    sandbox.ok(&["import", file]);
+    healthy(&sandbox);
+    assert_eq!(sandbox.total(), expected, "importing again completes it, every drawer once");
+    let search = sandbox.top("calibrate sensor 7-3 against the reference probe");
+    assert!(search.to_string().contains("sensor 7-3"), "{search}");
+}
+
+/// Drawers with a MiniLM vector, from `repair-status`'s vector lines.
+fn minilm_vectors(sandbox: &Sandbox) -> u64 {
+    let report = sandbox.ok(&["repair-status"]);
+    report
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("all-MiniLM-L6-v2 "))
+        .filter_map(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// `reembed` to MiniLM killed mid-run: the batches committed keep their
+/// vectors, the palace passes `doctor`, and running it again gives every
+/// drawer a MiniLM vector.
+#[test]
+fn a_killed_reembed_resumes() {
+    crate::harness::model_dir();
+    let sandbox = Sandbox::new().with_static_model();
+    let data = sandbox.path("transcripts");
+    // 600 drawers: MiniLM in a debug build takes a while for each.
+    some_transcripts(&data, 24);
+    sandbox.mine(&data);
+    let total = sandbox.total();
+    assert_eq!(minilm_vectors(&sandbox), 0);
+
+    let mut child = sandbox
+        .cmd(&["reembed", "--batch", "16"])
+        .env("MEMPALACE_EMBEDDER", "minilm")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn reembed");
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("reembed finished ({status}) before it could be killed; make the palace bigger");
+        }
+        if minilm_vectors(&sandbox) > 0 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(300), "reembed committed nothing in 300 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().expect("SIGKILL");
+    assert!(!child.wait().unwrap().success());
+    healthy(&sandbox);
+    let partial = minilm_vectors(&sandbox);
+    assert!(partial > 0 && partial < total, "{partial} of {total} re-embedded before the kill");
+    let again = sandbox.cmd(&["reembed", "--batch", "16"]).env("MEMPALACE_EMBEDDER", "minilm").output().unwrap();
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    healthy(&sandbox);
+    assert_eq!(minilm_vectors(&sandbox), total, "every drawer has its MiniLM vector");
+}
+
+/// Runs `args` on `sandbox` with the largest file it may write limited to
+/// `kib` KiB (`ulimit -f`, SIGXFSZ ignored so a write past it fails with
+/// EFBIG as on a full disk) — a full disk without mounting anything, so it
+/// works unprivileged and in CI.
+fn with_file_size_limit(sandbox: &Sandbox, kib: u64, args: &[&str]) -> std::process::Output {
+    let mut command = std::process::Command::new("sh");
+    command
+        .args(["-c", &format!("trap '' XFSZ; ulimit -f {kib}; exec \"$0\" \"$@\"")])
+        .arg(env!("CARGO_BIN_EXE_mempalace"))
+        .args(sandbox.palace_args())
+        .args(args)
+        .env_clear()
+        .envs(sandbox.envs())
+        .stdin(Stdio::null());
+    command.output().expect("run mempalace under a file-size limit")
+}
+
+/// A disk that fills up mid-mine: the CLI exits with the I/O code and says
+/// what to do, nothing half-written stays (the palace passes `doctor`, the
+/// drawers committed before are intact), and once there is room mining
+/// again finishes the work.
+#[test]
+fn a_full_disk_stops_mining_cleanly() {
+    let sandbox = Sandbox::new().with_static_model();
+    sandbox.ok(&["add", "--wing", "before", "--room", "r", "The kiln log was started before the disk filled"]);
+    let data = sandbox.path("transcripts");
+    transcripts(&data);
+    let size_kib = std::fs::metadata(sandbox.palace().join("palace.db")).unwrap().len() / 1024;
+    let full = with_file_size_limit(&sandbox, size_kib + 256, &["mine", data.to_str().unwrap(), "--mode", "convos"]);
+    let stderr = String::from_utf8_lossy(&full.stderr);
+    assert_eq!(full.status.code(), Some(6), "the I/O exit code: {stderr}");
+    assert!(stderr.contains("cannot write the palace") && stderr.contains("free space"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    healthy(&sandbox);
+    let top = sandbox.top("when was the kiln log started");
+    assert!(top.to_string().contains("before the disk filled"), "{top}");
+
+    let reference = Sandbox::new().with_static_model();
+    reference.ok(&["add", "--wing", "before", "--room", "r", "The kiln log was started before the disk filled"]);
+    let reference_data = reference.path("transcripts");
+    transcripts(&reference_data);
+    reference.mine(&reference_data);
+    sandbox.mine(&data);
+    healthy(&sandbox);
+    assert_eq!(sandbox.total(), reference.total(), "mining again with room finishes the work, without duplicates");
+}
+
+/// A palace its user may not write (root ignores file modes, so the
+/// command runs as `nobody` through `setpriv`): writes exit with the I/O
+/// code and say to make the palace writable; nothing changes.
+#[test]
+fn a_read_only_palace_refuses_writes_with_what_to_do() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let sandbox = Sandbox::new().with_static_model();
+    sandbox.ok(&["add", "--wing", "w", "--room", "r", "A fact filed while the palace was writable"]);
+    let before = sandbox.total();
+    // Checkpointed into palace.db: no WAL or shared-memory file left.
+    sandbox.ok(&["doctor", "--check-only"]);
+    let set_mode = |path: &std::path::Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    // `nobody` must reach the home and the palace through the test folder.
+    set_mode(sandbox.dir(), 0o755);
+    set_mode(&sandbox.home(), 0o755);
+    for entry in std::fs::read_dir(sandbox.palace()).unwrap() {
+        set_mode(&entry.unwrap().path(), 0o444);
+    }
+    set_mode(&sandbox.palace(), 0o555);
+    let root = std::process::Command::new("id").arg("-u").output().unwrap().stdout == b"0\n";
+    let mut command = if root {
+        let mut command = std::process::Command::new("setpriv");
+        command.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_mempalace")]);
+        command
+    } else {
+        std::process::Command::new(env!("CARGO_BIN_EXE_mempalace"))
+    };
+    let refused = command
+        .args(sandbox.palace_args())
+        .args(["add", "--wing", "w", "--room", "r", "A fact filed on a read-only palace"])
+        .env_clear()
+        .envs(sandbox.envs())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mempalace as another user");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(6), "the I/O exit code: {stderr}");
+    assert!(stderr.contains("read-only") && stderr.contains("make both writable"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    set_mode(&sandbox.palace(), 0o755);
+    for entry in std::fs::read_dir(sandbox.palace()).unwrap() {
+        set_mode(&entry.unwrap().path(), 0o644);
+    }
+    healthy(&sandbox);
+    assert_eq!(sandbox.total(), before, "nothing was written");
 }

@@ -7,6 +7,8 @@
 
 mod harness;
 
+// Oversized, non-UTF-8, deeply nested and mistyped input over REST, MCP HTTP and stdio.
+mod bad_input;
 mod cli;
 mod consolidation;
 mod coordination;
