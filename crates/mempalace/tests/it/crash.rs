@@ -190,6 +190,48 @@ fn workers_stop_cleanly_on_sigterm() {
     healthy(&sandbox);
 }
 
+/// The background jobs killed with SIGKILL while processing: what they
+/// processed stays processed, the palace passes `doctor`, and a new worker
+/// processes everything except a batch the dead worker had claimed, which
+/// waits for its lease (`engine::work::CLAIM_LEASE`, 5 minutes) to end;
+/// the store's `check_claims` covers taking it over then.
+#[test]
+fn a_killed_worker_loses_only_its_leased_batch() {
+    let sandbox = Sandbox::new().with_static_model();
+    let data = sandbox.path("transcripts");
+    transcripts(&data);
+    sandbox.mine(&data);
+    let pipeline = |sandbox: &Sandbox| sandbox.json(&["status", "--json"])["pipeline"].clone();
+    let count = |value: &serde_json::Value, state: &str| value["by_state"][state].as_u64().unwrap_or(0);
+
+    let mut work = sandbox
+        .cmd(&["work", "--jobs", "process"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn work");
+    let started = Instant::now();
+    while count(&pipeline(&sandbox), "processed") == 0 {
+        assert!(started.elapsed() < Duration::from_secs(120), "work processed nothing");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    work.kill().expect("SIGKILL");
+    work.wait().expect("reap");
+    healthy(&sandbox);
+    let killed = pipeline(&sandbox);
+    let processed = count(&killed, "processed");
+    assert!(processed > 0, "{killed}");
+
+    let again = sandbox.cmd(&["work", "--once", "--jobs", "process"]).output().expect("run work again");
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    let done = pipeline(&sandbox);
+    assert!(count(&done, "processed") >= processed, "nothing processed was lost: {killed} then {done}");
+    let claimed = done["claimed"].as_u64().unwrap_or(0);
+    // The kill may land between batches (nothing claimed) or inside one.
+    assert_eq!(count(&done, "raw"), claimed, "only the dead worker's leased batch is left: {done}");
+    healthy(&sandbox);
+}
+
 /// `add` killed at staggered moments, in a loop of adds: every add that
 /// printed its id is in the palace, the palace passes `doctor`, and the
 /// killed adds run again file their drawer once.
