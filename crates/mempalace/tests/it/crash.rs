@@ -232,6 +232,61 @@ fn a_killed_worker_loses_only_its_leased_batch() {
     healthy(&sandbox);
 }
 
+/// `doctor` killed with SIGKILL while it rebuilds damaged derived data
+/// (right after the lexical index is rebuilt, inside its transaction): the
+/// palace opens and is checked, no drawer is lost, and running `doctor`
+/// again repairs it. SQLite: the damage is written with SQL into the file.
+#[test]
+fn a_killed_repair_leaves_the_palace_as_it_was_and_runs_again() {
+    use std::io::BufRead as _;
+    let sandbox = Sandbox::new().with_static_model();
+    let data = sandbox.path("transcripts");
+    transcripts(&data);
+    sandbox.mine(&data);
+    // Counted from the rows: `status` reads the counts being damaged.
+    let file = sandbox.palace().join("palace.db");
+    let rows = || -> i64 {
+        let db = rusqlite::Connection::open(&file).unwrap();
+        db.query_row("SELECT count(*) FROM drawers", [], |row| row.get(0)).unwrap()
+    };
+    let drawers = rows();
+    rusqlite::Connection::open(&file).unwrap().execute("UPDATE room_counts SET drawers = drawers + 7", []).unwrap();
+    // `doctor --check-only` exits non-zero on problems; its JSON says which.
+    let check = |sandbox: &Sandbox| {
+        let out = sandbox.run(&["doctor", "--check-only", "--json"]);
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("doctor's JSON")["healthy"].clone()
+    };
+    assert_eq!(check(&sandbox), false, "the damage is seen");
+
+    let mut doctor = sandbox
+        .cmd(&["doctor"])
+        .env("MEMPALACE_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn doctor");
+    let stderr = std::io::BufReader::new(doctor.stderr.take().unwrap());
+    for line in stderr.lines() {
+        if line.unwrap().contains("lexical index rebuilt") {
+            break;
+        }
+    }
+    let running = doctor.try_wait().unwrap().is_none();
+    doctor.kill().expect("SIGKILL");
+    doctor.wait().expect("reap");
+    assert!(running, "the kill landed while the repair was running");
+    // The palace opens and is checked (the repair is one transaction: it
+    // is either undone or done, depending on how far it got), and no
+    // drawer was lost or added.
+    assert!(check(&sandbox).is_boolean());
+    assert_eq!(rows(), drawers, "no drawer lost or added");
+
+    let again = sandbox.json(&["doctor", "--json"]);
+    assert_eq!(again["healthy"], true, "{again}");
+    assert_eq!(check(&sandbox), true);
+    assert_eq!(sandbox.total(), u64::try_from(drawers).unwrap(), "the counts are the rows' again");
+}
+
 /// `add` killed at staggered moments, in a loop of adds: every add that
 /// printed its id is in the palace, the palace passes `doctor`, and the
 /// killed adds run again file their drawer once.
