@@ -287,6 +287,67 @@ fn a_killed_repair_leaves_the_palace_as_it_was_and_runs_again() {
     assert_eq!(sandbox.total(), u64::try_from(drawers).unwrap(), "the counts are the rows' again");
 }
 
+/// `migrate-from-python` killed with SIGKILL mid-run, on the repository's
+/// Python palace grown to 6,000 more drawers (rows written as ChromaDB
+/// writes them): the palace passes `doctor`, and migrating again brings
+/// every drawer over exactly once.
+#[test]
+fn a_killed_python_migration_resumes() {
+    const EXTRA: u64 = 6_000;
+    let sandbox = Sandbox::new().with_static_model();
+    let source = mempalace_testdata::python_palace(sandbox.dir(), mempalace_testdata::VectorIndex::Present);
+    {
+        let chroma = rusqlite::Connection::open(source.join("palace/chroma.sqlite3")).unwrap();
+        let segment: String = chroma
+            .query_row(
+                "SELECT segment_id FROM embeddings WHERE embedding_id LIKE 'drawer_rover_%' LIMIT 1",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        let first_row: i64 = chroma.query_row("SELECT max(id) FROM embeddings", [], |row| row.get(0)).unwrap();
+        let tx = chroma.unchecked_transaction().unwrap();
+        for n in 1..=EXTRA as i64 {
+            let row = first_row + n;
+            // Rows of the metadata segment (the write queue's entries,
+            // replayed after `max_seq_id`, stay as they are).
+            let seq = 100_000 + n;
+            let id = format!("drawer_bulk_notes_{n:024x}");
+            tx.execute(
+                "INSERT INTO embeddings (id, segment_id, embedding_id, seq_id, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, '2026-11-20 18:00:00')",
+                rusqlite::params![row, segment, id, seq],
+            )
+            .unwrap();
+            let text = format!("Bulk note {n}: the greenhouse sensor {n} reads {} degrees at noon.", n % 40);
+            for (key, value) in [
+                ("chroma:document", text.as_str()),
+                ("wing", "bulk"),
+                ("room", "notes"),
+                ("added_by", "mempalace"),
+                ("filed_at", "2026-11-20T18:00:00.000000"),
+            ] {
+                tx.execute(
+                    "INSERT INTO embedding_metadata (id, key, string_value) VALUES (?1, ?2, ?3)",
+                    rusqlite::params![row, key, value],
+                )
+                .unwrap();
+            }
+        }
+        tx.commit().unwrap();
+    }
+    let source_arg = source.to_str().unwrap();
+    let planned = sandbox.json(&["migrate-from-python", "--source", source_arg, "--dry-run", "--json"]);
+    let seen = kill_midway(&sandbox, &["migrate-from-python", "--source", source_arg], 100);
+    assert!(seen < 7 + EXTRA, "killed before the end ({seen} drawers)");
+    healthy(&sandbox);
+
+    sandbox.ok(&["migrate-from-python", "--source", source_arg]);
+    assert_eq!(sandbox.total(), 7 + EXTRA, "every drawer once; the dry run planned {planned}");
+    assert_eq!(sandbox.json(&["status", "--json"])["wings"]["bulk"], EXTRA);
+    healthy(&sandbox);
+}
+
 /// `add` killed at staggered moments, in a loop of adds: every add that
 /// printed its id is in the palace, the palace passes `doctor`, and the
 /// killed adds run again file their drawer once.
