@@ -134,7 +134,10 @@ on_both!(
     a_killed_mine_resumes_to_the_same_palace,
     a_killed_store_migration_resumes,
     killed_adds_keep_every_acknowledged_one,
-    a_killed_import_resumes
+    a_killed_import_resumes,
+    a_killed_worker_loses_only_its_leased_batch,
+    a_killed_python_migration_resumes,
+    a_killed_reembed_resumes
 );
 
 /// Sends SIGTERM to `child` and waits for it to exit, at most `within`.
@@ -195,9 +198,8 @@ fn workers_stop_cleanly_on_sigterm() {
 /// processes everything except a batch the dead worker had claimed, which
 /// waits for its lease (`engine::work::CLAIM_LEASE`, 5 minutes) to end;
 /// the store's `check_claims` covers taking it over then.
-#[test]
-fn a_killed_worker_loses_only_its_leased_batch() {
-    let sandbox = Sandbox::new().with_static_model();
+fn a_killed_worker_loses_only_its_leased_batch(store: Store) {
+    let sandbox = Sandbox::on(store).with_static_model();
     let data = sandbox.path("transcripts");
     transcripts(&data);
     sandbox.mine(&data);
@@ -291,10 +293,9 @@ fn a_killed_repair_leaves_the_palace_as_it_was_and_runs_again() {
 /// Python palace grown to 6,000 more drawers (rows written as ChromaDB
 /// writes them): the palace passes `doctor`, and migrating again brings
 /// every drawer over exactly once.
-#[test]
-fn a_killed_python_migration_resumes() {
+fn a_killed_python_migration_resumes(store: Store) {
     const EXTRA: u64 = 6_000;
-    let sandbox = Sandbox::new().with_static_model();
+    let sandbox = Sandbox::on(store).with_static_model();
     let source = mempalace_testdata::python_palace(sandbox.dir(), mempalace_testdata::VectorIndex::Present);
     {
         let chroma = rusqlite::Connection::open(source.join("palace/chroma.sqlite3")).unwrap();
@@ -426,10 +427,9 @@ fn minilm_vectors(sandbox: &Sandbox) -> u64 {
 /// `reembed` to MiniLM killed mid-run: the batches committed keep their
 /// vectors, the palace passes `doctor`, and running it again gives every
 /// drawer a MiniLM vector.
-#[test]
-fn a_killed_reembed_resumes() {
+fn a_killed_reembed_resumes(store: Store) {
     crate::harness::model_dir();
-    let sandbox = Sandbox::new().with_static_model();
+    let sandbox = Sandbox::on(store).with_static_model();
     let data = sandbox.path("transcripts");
     // 600 drawers: MiniLM in a debug build takes a while for each.
     some_transcripts(&data, 24);
