@@ -137,7 +137,8 @@ on_both!(
     a_killed_import_resumes,
     a_killed_worker_loses_only_its_leased_batch,
     a_killed_python_migration_resumes,
-    a_killed_reembed_resumes
+    a_killed_reembed_resumes,
+    a_killed_repair_leaves_the_palace_as_it_was_and_runs_again
 );
 
 /// Sends SIGTERM to `child` and waits for it to exit, at most `within`.
@@ -237,22 +238,37 @@ fn a_killed_worker_loses_only_its_leased_batch(store: Store) {
 /// `doctor` killed with SIGKILL while it rebuilds damaged derived data
 /// (right after the lexical index is rebuilt, inside its transaction): the
 /// palace opens and is checked, no drawer is lost, and running `doctor`
-/// again repairs it. SQLite: the damage is written with SQL into the file.
-#[test]
-fn a_killed_repair_leaves_the_palace_as_it_was_and_runs_again() {
+/// again repairs it. The damage is written with SQL into the palace
+/// (`psql` on PostgreSQL).
+fn a_killed_repair_leaves_the_palace_as_it_was_and_runs_again(store: Store) {
     use std::io::BufRead as _;
-    let sandbox = Sandbox::new().with_static_model();
+    let postgres = matches!(store, Store::Postgres);
+    let sandbox = Sandbox::on(store).with_static_model();
     let data = sandbox.path("transcripts");
     transcripts(&data);
     sandbox.mine(&data);
-    // Counted from the rows: `status` reads the counts being damaged.
-    let file = sandbox.palace().join("palace.db");
-    let rows = || -> i64 {
-        let db = rusqlite::Connection::open(&file).unwrap();
-        db.query_row("SELECT count(*) FROM drawers", [], |row| row.get(0)).unwrap()
+    let sql = |statement: &str| -> String {
+        if postgres {
+            let out = std::process::Command::new("psql")
+                .args([sandbox.location().as_str(), "-v", "ON_ERROR_STOP=1", "-tAc", statement])
+                .output()
+                .expect("run psql");
+            assert!(out.status.success(), "psql: {}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        } else {
+            let db = rusqlite::Connection::open(sandbox.palace().join("palace.db")).unwrap();
+            let mut query = db.prepare(statement).unwrap();
+            let mut rows = query.raw_query();
+            match rows.next().unwrap() {
+                Some(row) => row.get::<_, i64>(0).map(|n| n.to_string()).unwrap_or_default(),
+                None => String::new(),
+            }
+        }
     };
+    // Counted from the rows: `status` reads the counts being damaged.
+    let rows = || -> i64 { sql("SELECT count(*) FROM drawers").parse().unwrap() };
     let drawers = rows();
-    rusqlite::Connection::open(&file).unwrap().execute("UPDATE room_counts SET drawers = drawers + 7", []).unwrap();
+    sql("UPDATE room_counts SET drawers = drawers + 7");
     // `doctor --check-only` exits non-zero on problems; its JSON says which.
     let check = |sandbox: &Sandbox| {
         let out = sandbox.run(&["doctor", "--check-only", "--json"]);
