@@ -173,7 +173,7 @@ fn default_shared() -> PathBuf {
 fn main() -> Result<()> {
     let cli = Cli::parse();
     // Recorded with the results, so each run says how it was made.
-    let command_line = std::env::args().collect::<Vec<_>>().join(" ");
+    let command_line = report::portable_command(&std::env::args().collect::<Vec<_>>(), &report::checkout());
     match cli.command {
         Bench::Palace { status_drawers, status_runs, import_drawers, import_runs, scratch } => {
             let bench = palace::PalaceBench {

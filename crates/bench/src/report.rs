@@ -59,6 +59,45 @@ pub fn machine() -> Value {
     })
 }
 
+/// The command line as a results folder records it, without this
+/// machine's layout: paths inside the checkout relative to it, the value of
+/// `--models` as `"$MEMPALACE_MODEL_DIR"`, any other absolute path as
+/// `…/` and its last component.
+pub fn portable_command(args: &[String], checkout: &Path) -> String {
+    let mut out = Vec::with_capacity(args.len());
+    let mut after_models = false;
+    for arg in args {
+        let (flag, value) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (Some(flag), value),
+            _ => (None, arg.as_str()),
+        };
+        let models = after_models || flag == Some("--models");
+        after_models = arg == "--models";
+        let path = Path::new(value);
+        let portable = if !path.is_absolute() {
+            value.to_string()
+        } else if models {
+            "\"$MEMPALACE_MODEL_DIR\"".to_string()
+        } else if let Ok(inside) = path.strip_prefix(checkout) {
+            inside.display().to_string()
+        } else {
+            format!("…/{}", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default())
+        };
+        out.push(match flag {
+            Some(flag) => format!("{flag}={portable}"),
+            None => portable,
+        });
+    }
+    out.join(" ")
+}
+
+/// The checkout the benchmark runs in: git's top level, else the current
+/// directory.
+pub fn checkout() -> PathBuf {
+    let top = command_output("git", &["rev-parse", "--show-toplevel"]);
+    if top.is_empty() { std::env::current_dir().unwrap_or_default() } else { PathBuf::from(top) }
+}
+
 /// Writes `summary.json`, `samples.json` and `README.md` into
 /// `root/<date>-<host>-<name>/` and returns the directory.
 pub fn write(root: &Path, name: &str, command_line: &str, summary: &Value, samples: &Value) -> Result<PathBuf> {
@@ -76,4 +115,33 @@ pub fn write(root: &Path, name: &str, command_line: &str, summary: &Value, sampl
     );
     std::fs::write(dir.join("README.md"), readme)?;
     Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recorded_commands_name_no_machine_paths() {
+        let args: Vec<String> = [
+            "/srv/checkout/target/release/mempalace-bench",
+            "soak",
+            "--models",
+            "/srv/checkout/target/test-models",
+            "--results=/tmp/runs/results",
+            "--database-url",
+            "postgres://postgres@127.0.0.1:54330/soak",
+            "--models=/opt/models",
+            "--duration",
+            "3m",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            portable_command(&args, Path::new("/srv/checkout")),
+            "target/release/mempalace-bench soak --models \"$MEMPALACE_MODEL_DIR\" --results=…/results \
+             --database-url postgres://postgres@127.0.0.1:54330/soak --models=\"$MEMPALACE_MODEL_DIR\" --duration 3m"
+        );
+    }
 }
