@@ -9,7 +9,9 @@
 //! ```
 //!
 //! Each conversation is filed as `bench locomo` files it (exchanges, raw,
-//! dated by session) into a fresh SQLite palace with MiniLM. One line per
+//! dated by session) into a fresh SQLite palace with MiniLM, but with plain
+//! vectors (no `IngestRequest::preceding`): the engine's top 10 is the
+//! baseline, and the vector in context is one of the variants. One line per
 //! conversation (each drawer's turn ids, session and length), then one per
 //! question: the cosine of the question with each drawer's vector and with
 //! variants of its text (previous exchange + exchange, exchange + next,
