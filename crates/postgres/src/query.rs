@@ -232,10 +232,10 @@ pub(crate) async fn vector_changes(
     let c = "reading vector changes";
     let stmt = tx
         .prepare_cached(
-            "SELECT id, rev, CASE WHEN status = 'active' AND embedding_model = $2 THEN embedding END \
+            "SELECT id, rev, CASE WHEN status = 'active' AND embedding_model = $2 THEN embedding END, wing, room \
              FROM drawers WHERE workspace_id = $1 AND rev > $3 \
              UNION ALL \
-             SELECT id, rev, NULL FROM drawer_tombstones WHERE workspace_id = $1 AND rev > $3 \
+             SELECT id, rev, NULL, '', '' FROM drawer_tombstones WHERE workspace_id = $1 AND rev > $3 \
              ORDER BY rev LIMIT $4",
         )
         .await
@@ -247,6 +247,8 @@ pub(crate) async fn vector_changes(
                 id: drawer_id(&row.get::<_, String>(0))?,
                 rev: row.get(1),
                 vector: row.get::<_, Option<pgvector::Vector>>(2).map(|v| v.to_vec()),
+                wing: row.get(3),
+                room: row.get(4),
             })
         })
         .collect()

@@ -164,7 +164,7 @@ pub(crate) fn vector_changes(
     let mut changes: Vec<VectorChange> = Vec::new();
     let mut stmt = conn
         .prepare_cached(
-            "SELECT id, rev, CASE WHEN status = 'active' AND embedding_model = ?2 THEN embedding END \
+            "SELECT id, rev, CASE WHEN status = 'active' AND embedding_model = ?2 THEN embedding END, wing, room \
              FROM drawers WHERE workspace_id = ?1 AND rev > ?3 ORDER BY rev LIMIT ?4",
         )
         .ctx(c)?;
@@ -176,6 +176,8 @@ pub(crate) fn vector_changes(
             id: DrawerId::parse(&id).map_err(|e| StoreError::invalid(format!("drawer {id}: {e}")))?,
             rev: row.get(1).ctx(c)?,
             vector: blob.map(|b| blob_to_vector(&b, "indexed vector")).transpose()?,
+            wing: row.get(3).ctx(c)?,
+            room: row.get(4).ctx(c)?,
         });
     }
     let mut stmt = conn
@@ -192,6 +194,8 @@ pub(crate) fn vector_changes(
             id: DrawerId::parse(&id).map_err(|e| StoreError::invalid(format!("tombstone {id}: {e}")))?,
             rev,
             vector: None,
+            wing: String::new(),
+            room: String::new(),
         });
     }
     changes.sort_by_key(|change| change.rev);

@@ -699,6 +699,7 @@ pub fn check_vector_change_feed(store: &dyn Store) {
     assert_eq!(changes.len(), 2);
     assert_eq!(changes[0].id, a.id);
     assert_eq!(changes[0].vector, Some(vec![1.0, 0.0]));
+    assert_eq!((changes[0].wing.as_str(), changes[0].room.as_str()), ("w", "r"), "the place comes with the vector");
     assert_eq!(changes[1].vector, None, "no vector of this model yet");
     assert!(changes[0].rev > start && changes[1].rev > changes[0].rev);
     let after_insert = store.revision().expect("revision");
@@ -721,6 +722,17 @@ pub fn check_vector_change_feed(store: &dyn Store) {
     let changes = store.vector_changes(&ws, "m", before_delete, 100).expect("changes");
     assert_eq!(changes.len(), 1);
     assert_eq!((changes[0].id.clone(), changes[0].vector.clone()), (b.id.clone(), None), "deletes leave tombstones");
+    // A drawer moved to another place in place (same id) is a change with its new place.
+    let before_move = store.revision().expect("revision");
+    let mut moved = a.clone();
+    moved.wing = Wing::parse("elsewhere").expect("wing");
+    moved.room = Room::parse("attic").expect("room");
+    moved.status = DrawerStatus::Active;
+    assert!(store.replace_drawer(&moved).expect("replace"));
+    let changes = store.vector_changes(&ws, "m", before_move, 100).expect("changes");
+    let places: Vec<(&str, &str, bool)> =
+        changes.iter().map(|c| (c.wing.as_str(), c.room.as_str(), c.vector.is_some())).collect();
+    assert_eq!(places, vec![("elsewhere", "attic", true)], "a move carries the new place");
     assert!(store.vector_changes(&workspace("other"), "m", start, 100).expect("changes").is_empty());
     // Limits page through the feed.
     assert_eq!(store.vector_changes(&ws, "m", start, 1).expect("changes").len(), 1);

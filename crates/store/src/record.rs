@@ -234,6 +234,11 @@ pub struct VectorChange {
     /// Its vector of the asked model when it is active and has one; `None`
     /// means "not (or no longer) in the index".
     pub vector: Option<Vec<f32>>,
+    /// The drawer's wing (empty for a deleted drawer), so an index can
+    /// restrict a search to places without asking the store for ids.
+    pub wing: String,
+    /// The drawer's room (empty for a deleted drawer).
+    pub room: String,
 }
 
 /// Which facts about an entity a query wants.
