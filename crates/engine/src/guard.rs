@@ -40,7 +40,7 @@ use mempalace_store::{
     AppendOutcome, CentroidSamples, Direction, Directory, DrawerFilter, EntityUsage, EventFilter, HallCount,
     HealthCheck, IdentityRecord, KgStats, MergeOutcome, PalaceRecord, PipelineCounts, PruneCandidate, PutOutcome,
     RecordCounts, SessionActivity, StorageInfo, Store, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy,
-    TripleOutcome, Unmerged, VectorChange,
+    TripleOutcome, Unmerged, VectorChange, VectorSnapshot,
 };
 
 use crate::palace::Clock;
@@ -606,6 +606,16 @@ impl StoreRead for GuardedStore {
     ) -> StoreResult<Option<Vec<(DrawerId, f32)>>> {
         self.read(workspace)?;
         self.inner.vector_search(workspace, model, query, &self.scoped(filter), limit)
+    }
+
+    fn vector_snapshot(&self, workspace: &WorkspaceId, model: &str) -> StoreResult<Option<VectorSnapshot>> {
+        self.read(workspace)?;
+        self.inner.vector_snapshot(workspace, model)
+    }
+
+    fn save_vector_snapshot(&self, workspace: &WorkspaceId, model: &str, rev: i64, bytes: &[u8]) -> StoreResult<bool> {
+        self.read(workspace)?;
+        self.inner.save_vector_snapshot(workspace, model, rev, bytes)
     }
 }
 

@@ -23,7 +23,7 @@ use mempalace_core::llm::Llm;
 use crate::error::{EngineError, EngineResult};
 use crate::graph::GraphCache;
 use crate::ingest::EventBus;
-use crate::vector_index::VectorIndex;
+use crate::vector_index::{Restriction, VectorIndex};
 
 /// Reads the wall clock.
 pub type Clock = fn() -> Timestamp;
@@ -384,15 +384,28 @@ impl Palace {
         index.refresh(self.store().as_ref())?;
         // Ownership alone does not restrict the derived index (listing a
         // workspace's ids per call would cost as much as the search):
-        // callers check the owner on the drawers they get.
-        let unowned = mempalace_store::DrawerFilter { viewer: None, ..filter.clone() };
-        let allowed: Option<std::collections::HashSet<mempalace_core::DrawerId>> =
-            if unowned == mempalace_store::DrawerFilter::default() {
-                None
+        // callers check the owner on the drawers they get. The index holds
+        // active drawers only, so `include_hidden` adds nothing to it, and
+        // it knows each drawer's place, so wings and rooms need no list of
+        // ids from the store.
+        let places = mempalace_store::DrawerFilter {
+            viewer: None,
+            include_hidden: false,
+            wings: Vec::new(),
+            rooms: Vec::new(),
+            ..filter.clone()
+        };
+        if places == mempalace_store::DrawerFilter::default() {
+            let restriction = if filter.wings.is_empty() && filter.rooms.is_empty() {
+                Restriction::None
             } else {
-                Some(self.store().filtered_ids(&self.workspace, filter)?.into_iter().collect())
+                Restriction::Places { wings: &filter.wings, rooms: &filter.rooms }
             };
-        Ok(index.search(query, k, allowed.as_ref()))
+            return Ok(index.search(query, k, restriction));
+        }
+        let allowed: std::collections::HashSet<mempalace_core::DrawerId> =
+            self.store().filtered_ids(&self.workspace, filter)?.into_iter().collect();
+        Ok(index.search(query, k, Restriction::Ids(&allowed)))
     }
 
     /// Uses `embedder` for new drawers and queries.

@@ -25,6 +25,7 @@ mod query;
 mod records;
 mod row;
 mod schema;
+mod snapshot;
 mod work;
 
 use std::path::{Path, PathBuf};
@@ -49,7 +50,7 @@ use mempalace_store::{
     AliasRecord, AppendOutcome, CentroidSamples, Direction, Directory, DrawerFilter, EntityUsage, EventFilter,
     HallCount, HealthCheck, IdentityRecord, KgStats, MergeOutcome, PalaceRecord, PipelineCounts, PruneCandidate,
     PutOutcome, RecordCounts, SessionActivity, StorageInfo, StoreError, StoreRead, StoreResult, StoreWrite, Taxonomy,
-    TripleOutcome, Unmerged, VectorChange,
+    TripleOutcome, Unmerged, VectorChange, VectorSnapshot,
 };
 use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 
@@ -349,6 +350,19 @@ impl StoreRead for SqliteStore {
         limit: usize,
     ) -> StoreResult<Vec<VectorChange>> {
         self.read(|conn| query::vector_changes(conn, workspace, model, after, limit))
+    }
+
+    fn vector_snapshot(&self, workspace: &WorkspaceId, model: &str) -> StoreResult<Option<VectorSnapshot>> {
+        self.read(|conn| snapshot::load(conn, &self.path, workspace, model))
+    }
+
+    fn save_vector_snapshot(&self, workspace: &WorkspaceId, model: &str, rev: i64, bytes: &[u8]) -> StoreResult<bool> {
+        if self.options.read_only {
+            return Ok(false);
+        }
+        let (name, token) = snapshot::write_file(&self.path, workspace, model, rev, bytes)?;
+        self.write(|tx| snapshot::name_snapshot(tx, &name, token, rev))?;
+        Ok(true)
     }
 
     fn entities_by_id(&self, workspace: &WorkspaceId, ids: &[String]) -> StoreResult<Vec<Entity>> {

@@ -294,6 +294,41 @@ pub trait StoreRead: Send + Sync {
         let _ = (workspace, model, query, filter, limit);
         Ok(None)
     }
+
+    /// The saved copy of the engine's derived vector index of `model` in
+    /// `workspace`, when this store keeps one and it is consistent with the
+    /// store: the index then loads it and applies only the changes after
+    /// its revision. `None` when there is none (the index is rebuilt from
+    /// [`StoreRead::vector_changes`]). The bytes are the engine's; the
+    /// store only keeps them.
+    fn vector_snapshot(&self, workspace: &WorkspaceId, model: &str) -> StoreResult<Option<VectorSnapshot>> {
+        let _ = (workspace, model);
+        Ok(None)
+    }
+
+    /// Keeps `bytes`, the engine's derived vector index of `model` in
+    /// `workspace` as of revision `rev`, replacing any older copy. Derived
+    /// data, not a change of the palace: a store that answers
+    /// [`StoreRead::vector_search`] itself keeps none and returns false.
+    fn save_vector_snapshot(&self, workspace: &WorkspaceId, model: &str, rev: i64, bytes: &[u8]) -> StoreResult<bool> {
+        let _ = (workspace, model, rev, bytes);
+        Ok(false)
+    }
+}
+
+/// A saved copy of a derived vector index (see
+/// [`StoreRead::vector_snapshot`]).
+pub struct VectorSnapshot {
+    /// The store revision the copy reflects.
+    pub rev: i64,
+    /// Its bytes (memory-mapped where the store can).
+    pub bytes: Box<dyn std::ops::Deref<Target = [u8]> + Send + Sync>,
+}
+
+impl std::fmt::Debug for VectorSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VectorSnapshot").field("rev", &self.rev).field("bytes", &self.bytes.len()).finish()
+    }
 }
 
 /// Changes. Each call is one short transaction: it commits completely or not
