@@ -19,6 +19,7 @@ use mempalace_embed::Embedder;
 use mempalace_embed::files::{minilm_dir, static_dir};
 use mempalace_embed::minilm::MiniLm;
 use mempalace_embed::static_model::StaticModel;
+use mempalace_engine::vector_index::Restriction;
 use mempalace_engine::{IngestRequest, Palace, SearchRequest};
 use mempalace_sqlite::{SqliteOptions, SqliteStore};
 use mempalace_store::{DrawerFilter, StoreWrite};
@@ -96,6 +97,7 @@ pub(crate) fn time_searches(palace: &Palace, runs: usize) -> Result<(Value, Vec<
     ];
     let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(runs); scopes.len()];
     let mut vector_stage = Vec::with_capacity(runs);
+    let mut vector_scan = Vec::with_capacity(runs);
     for i in 0..runs {
         for turn in 0..scopes.len() {
             let scope = (i + turn) % scopes.len();
@@ -114,18 +116,56 @@ pub(crate) fn time_searches(palace: &Palace, runs: usize) -> Result<(Value, Vec<
                 let started = Instant::now();
                 palace.nearest(&model, &query, &DrawerFilter::default(), mempalace_engine::search::CANDIDATES)?;
                 vector_stage.push(started.elapsed().as_secs_f64() * 1e3);
+                // The scan alone, without the store's change feed.
+                let index = palace.vector_index(&model);
+                let started = Instant::now();
+                index.search(&query, mempalace_engine::search::CANDIDATES, Restriction::None);
+                vector_scan.push(started.elapsed().as_secs_f64() * 1e3);
             }
         }
     }
     let mut summary = summarize(&samples[0]);
     summary["first_search_ms"] = json!(first_ms);
     summary["vector_stage"] = summarize(&vector_stage);
+    summary["vector_scan"] = summarize(&vector_scan);
     for (scope, scope_samples) in scopes.iter().zip(&samples).skip(1) {
         summary[scope.0] = summarize(scope_samples);
         summary[format!("{}_p50_ratio_to_whole", scope.0)] =
             json!(percentile_of(scope_samples, 50.0) / percentile_of(&samples[0], 50.0));
     }
     Ok((summary, samples.swap_remove(0)))
+}
+
+/// Recall@`k` of the index's int8 scan against an exact f32 scan of every
+/// stored vector, averaged over the benchmark queries: what the vector
+/// stage loses to quantisation (random vectors, the worst case: their
+/// similarities crowd together).
+fn vector_recall(palace: &Palace, model: &str, embedder: &Arc<dyn Embedder>, k: usize) -> Result<f64> {
+    let ws = WorkspaceId::default_workspace();
+    let mut stored: Vec<(mempalace_core::DrawerId, Vec<f32>)> = Vec::new();
+    let mut after: Option<mempalace_core::DrawerId> = None;
+    loop {
+        let page = palace.store().scan_drawers(&ws, after.as_ref(), 10_000)?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.id.clone());
+        stored.extend(page.into_iter().filter_map(|d| {
+            let embedding = d.embedding?;
+            (embedding.model == model).then_some((d.id, embedding.vector))
+        }));
+    }
+    let index = palace.vector_index(model);
+    let mut total = 0.0;
+    for query in QUERIES {
+        let q = embedder.embed_one(query)?;
+        let mut exact: Vec<(f32, &mempalace_core::DrawerId)> =
+            stored.iter().map(|(id, v)| (mempalace_core::vector::cosine(&q, v), id)).collect();
+        exact.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let truth: std::collections::HashSet<&mempalace_core::DrawerId> =
+            exact.iter().take(k).map(|(_, id)| *id).collect();
+        let found = index.search(&q, k, Restriction::None).iter().filter(|(id, _)| truth.contains(id)).count();
+        total += found as f64 / truth.len().max(1) as f64;
+    }
+    Ok(total / QUERIES.len() as f64)
 }
 
 /// The first search of a new process on the same palace file: the store
@@ -202,6 +242,8 @@ pub fn run(
         let palace = Palace::new(store, WorkspaceId::default_workspace()).with_embedder(Arc::clone(&minilm));
         let (mut latency, raw) = time_searches(&palace, runs)?;
         latency["first_search_reopened_ms"] = json!(first_search_reopened(&palace, &minilm)?);
+        latency["vector_recall_at_100"] =
+            json!(vector_recall(&palace, minilm.model_id(), &minilm, mempalace_engine::search::CANDIDATES)?);
         summary[format!("search_minilm_{size}")] = latency;
         summary[format!("wake_up_{size}")] = time_wake_up(&palace, 200)?;
         samples[format!("search_minilm_{size}")] = json!(raw);
@@ -211,6 +253,12 @@ pub fn run(
         let palace = Palace::new(store, WorkspaceId::default_workspace()).with_embedder(Arc::clone(&static_model));
         let (mut latency, raw) = time_searches(&palace, runs)?;
         latency["first_search_reopened_ms"] = json!(first_search_reopened(&palace, &static_model)?);
+        latency["vector_recall_at_100"] = json!(vector_recall(
+            &palace,
+            static_model.model_id(),
+            &static_model,
+            mempalace_engine::search::CANDIDATES
+        )?);
         summary[format!("search_static_{static_size}")] = latency;
         samples[format!("search_static_{static_size}")] = json!(raw);
     }

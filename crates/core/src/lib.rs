@@ -93,6 +93,7 @@ pub mod tenancy;
 pub mod time;
 pub mod tunnel;
 pub mod vector;
+pub mod when;
 
 pub use drawer::{
     Confidence, Content, Drawer, DrawerState, DrawerStatus, DrawerTag, Embedding, Importance, MemoryType, Perception,

@@ -763,7 +763,62 @@ fn an_exchange_vector_carries_the_exchange_before_it(backend: Backend) {
     assert!(cosine(&vector(&reply_id), &edited_vector) > 0.9999, "an edit is embedded in context");
 }
 
+/// A query naming a date prefers what was filed within three days of it,
+/// even a drawer no other channel brings among the candidates; the same
+/// words without the date rank it as before.
+fn a_query_naming_a_date_prefers_what_was_filed_then(backend: Backend) {
+    use mempalace_core::time::{DayEdge, parse_timestamp};
+    let model = minilm();
+    let (_dir, palace) = palace(backend, Some(Arc::clone(&model)));
+    let at = |text: &str| parse_timestamp(text, "test date", DayEdge::Start).unwrap();
+    let first_day = at("2023-06-01T10:00:00Z");
+    let mut requests: Vec<IngestRequest> = (0..140)
+        .map(|i| {
+            let mut r = request("home", "garden", &format!("Watered the tomatoes in the garden (entry {i:03})."));
+            r.raw = true;
+            r.filed_at = Some(first_day + chrono::Duration::days(i));
+            r
+        })
+        .collect();
+    let mut that_day = request("home", "balcony", "Weeded the garden and repotted the basil seedlings.");
+    that_day.raw = true;
+    that_day.filed_at = Some(at("2023-12-05T18:30:00Z"));
+    requests.push(that_day);
+    let reports = palace.ingest_batch(requests);
+    let that_day_id = reports.last().unwrap().as_ref().unwrap().drawer_ids()[0].clone();
+
+    let undated = "what did we do in the garden";
+    let query_vector = model.embed_one(undated).unwrap();
+    let by_vector = palace
+        .nearest(model.model_id(), &query_vector, &Default::default(), mempalace_engine::search::CANDIDATES)
+        .unwrap();
+    assert!(!by_vector.iter().any(|(id, _)| id == &that_day_id), "the setup keeps it out of the vector candidates");
+    let search = |query: &str| {
+        palace
+            .search(&SearchRequest {
+                query: query.into(),
+                limit: mempalace_core::layers::ResultLimit::constant(5),
+                skip_access_tracking: true,
+                ..Default::default()
+            })
+            .unwrap()
+    };
+    assert!(!search(undated).hits.iter().any(|h| h.drawer.id == that_day_id));
+    let dated = search("what did we do in the garden on 4 December 2023");
+    assert_eq!(dated.hits[0].drawer.id, that_day_id, "the drawer of that day comes first");
+    assert_eq!(dated.hits[0].parts.date, mempalace_engine::search::DATE_WEIGHT);
+    assert!(dated.hits[1..].iter().all(|h| h.parts.date == 0.0), "the others were filed on other days");
+    let base = dated.hits[0].parts.base;
+    let expected =
+        combine_evidence(&[f64::from(dated.hits[0].similarity.unwrap()), dated.hits[0].parts.lexical, 0.0, 0.3]);
+    assert!((base - expected).abs() < 1e-9, "the date is one more piece of evidence: {base} vs {expected}");
+    // A month names a span too; a day outside the slack gets nothing.
+    assert_eq!(search("garden work in December 2023").hits[0].drawer.id, that_day_id);
+    assert!(search("what did we do in the garden on 20 December 2023").hits.iter().all(|h| h.parts.date == 0.0));
+}
+
 on_both!(
+    a_query_naming_a_date_prefers_what_was_filed_then,
     hybrid_search_finds_paraphrases_and_exact_keywords,
     meaning_beats_stray_keywords_and_exact_tokens_still_win,
     exact_codes_win_through_bm25_even_with_a_useless_embedder,

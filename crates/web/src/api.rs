@@ -533,6 +533,9 @@ pub struct ScoreBreakdown {
     pub graph: f64,
     /// The graph score's share of the evidence (0.2 × graph).
     pub graph_weighted: f64,
+    /// 0.3 when the query names a date and the drawer was filed within
+    /// three days of it (weighted fusion), else 0.
+    pub date: f64,
     /// Seed 0's recency factor (seed0 fusion).
     pub recency: Option<f64>,
     /// Rank-fusion score (rrf fusion).
@@ -627,6 +630,7 @@ pub(crate) async fn search(
                         lexical: hit.parts.lexical,
                         graph: hit.parts.graph,
                         graph_weighted: hit.parts.graph_weighted,
+                        date: hit.parts.date,
                         recency: hit.parts.recency,
                         rrf: hit.parts.rrf,
                         rerank: hit.parts.rerank,

@@ -91,7 +91,8 @@ fn drawers_and_search(store: Store) {
     let evidence = 1.0
         - (1.0 - b["vector"].as_f64().unwrap())
             * (1.0 - b["lexical"].as_f64().unwrap())
-            * (1.0 - b["graph_weighted"].as_f64().unwrap());
+            * (1.0 - b["graph_weighted"].as_f64().unwrap())
+            * (1.0 - b["date"].as_f64().unwrap());
     assert!((evidence - b["base"].as_f64().unwrap()).abs() < 1e-4, "the parts make the score: {b}");
     assert!(b.get("rerank").is_some() && b["owner_boost"].is_null());
     let rrf = get(port, "/api/v1/search?q=database&fusion=rrf").json();

@@ -606,6 +606,7 @@
       (b) => (b.bm25 === null || b.bm25 === undefined ? '—' : `${fmtScore(b.lexical)} · bm25 ${b.bm25.toFixed(2)}`)],
     ['graph', 'Graph', 'knowledge-graph score; 0.2 × graph enters the evidence', (b) => b.graph_weighted, 1,
       (b) => `${fmtScore(b.graph_weighted)} · raw ${fmtScore(b.graph)}`],
+    ['date', 'Date', 'filed on a date the query names (within three days)', (b) => (b.date ? b.date : null), 1, (b) => fmtScore(b.date)],
     ['rrf', 'RRF', 'reciprocal-rank fusion score', (b) => b.rrf, null, (b) => fmtScore(b.rrf)],
     ['recency', 'Recency', "seed 0's recency factor", (b) => b.recency, null, (b) => fmtScore(b.recency)],
     ['rerank', 'Re-rank', "a re-ranker's score", (b) => b.rerank, 1, (b) => fmtScore(b.rerank)],
