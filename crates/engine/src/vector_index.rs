@@ -23,9 +23,8 @@
 //! after the snapshot's revision, which land in owned rows after the base.
 
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasher, RandomState};
+use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{OnceLock, RwLock};
 
 use mempalace_core::{DrawerId, WorkspaceId};
 use mempalace_store::{Store, StoreResult};
@@ -40,7 +39,7 @@ const CHANGE_PAGE: usize = 10_000;
 const SNAPSHOT_MIN_CHANGES: usize = 20_000;
 
 /// The snapshot payload's magic and version.
-const SNAPSHOT_MAGIC: &[u8; 8] = b"MPVI\x01\0\0\0";
+const SNAPSHOT_MAGIC: &[u8; 8] = b"MPVI\x02\0\0\0";
 
 /// Rows served from a mapped snapshot.
 struct Base {
@@ -50,18 +49,12 @@ struct Base {
     ends_at: usize,
     /// Offset of the ids' bytes.
     ids_at: usize,
+    /// Offset of `rows` little-endian u32 rows, in the order of their
+    /// ids' bytes: an id is found by binary search, with nothing built
+    /// when the snapshot is mapped.
+    order_at: usize,
     /// Offset of `rows × dim` int8 values.
     quantized_at: usize,
-    /// Row of each id by its hash, built on first need.
-    lookup: OnceLock<IdLookup>,
-}
-
-/// Rows of the base by id: a hash of each id, and the ids whose hash
-/// another id had first.
-struct IdLookup {
-    hasher: RandomState,
-    by_hash: HashMap<u64, u32>,
-    collided: HashMap<Vec<u8>, u32>,
 }
 
 impl Base {
@@ -79,32 +72,25 @@ impl Base {
         &self.bytes[self.quantized_at..self.quantized_at + self.rows * dim]
     }
 
-    fn lookup(&self) -> &IdLookup {
-        self.lookup.get_or_init(|| {
-            let hasher = RandomState::new();
-            let mut by_hash = HashMap::with_capacity(self.rows);
-            let mut collided = HashMap::new();
-            for row in 0..self.rows {
-                let bytes = self.id_bytes(row);
-                let slot = u32::try_from(row).expect("fewer than 2^32 rows");
-                if let std::collections::hash_map::Entry::Vacant(entry) = by_hash.entry(hasher.hash_one(bytes)) {
-                    entry.insert(slot);
-                } else {
-                    collided.insert(bytes.to_vec(), slot);
-                }
-            }
-            IdLookup { hasher, by_hash, collided }
-        })
+    fn ordered(&self, position: usize) -> usize {
+        let at = self.order_at + position * 4;
+        le_u32(&self.bytes[at..at + 4]) as usize
     }
 
     /// The base row holding `id`, alive or not.
     fn row_of(&self, id: &DrawerId) -> Option<usize> {
-        let lookup = self.lookup();
-        let bytes = id.as_str().as_bytes();
-        match lookup.by_hash.get(&lookup.hasher.hash_one(bytes)) {
-            Some(&row) if self.id_bytes(row as usize) == bytes => Some(row as usize),
-            _ => lookup.collided.get(bytes).map(|&row| row as usize),
+        let target = id.as_str().as_bytes();
+        let (mut low, mut high) = (0, self.rows);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            let row = self.ordered(middle);
+            match self.id_bytes(row).cmp(target) {
+                std::cmp::Ordering::Less => low = middle + 1,
+                std::cmp::Ordering::Greater => high = middle,
+                std::cmp::Ordering::Equal => return Some(row),
+            }
         }
+        None
     }
 }
 
@@ -283,6 +269,12 @@ impl State {
             end += id.as_ref().map_or(0, |id| id.as_str().len() as u64);
             out.extend_from_slice(&end.to_le_bytes());
         }
+        let mut order: Vec<u32> = (0..u32::try_from(ids.len()).expect("fewer than 2^32 rows")).collect();
+        let key = |row: &u32| ids[*row as usize].as_ref().map_or("", |id| id.as_str());
+        order.sort_unstable_by(|a, b| key(a).cmp(key(b)));
+        for row in order {
+            out.extend_from_slice(&row.to_le_bytes());
+        }
         for id in ids.iter().flatten() {
             out.extend_from_slice(id.as_str().as_bytes());
         }
@@ -325,6 +317,11 @@ impl State {
             }
             previous = end;
         }
+        let order_at = reader.at;
+        let order = reader.take(rows.checked_mul(4)?)?;
+        if order.chunks_exact(4).any(|row| le_u32(row) as usize >= rows) {
+            return None;
+        }
         let ids_at = reader.at;
         reader.take(usize::try_from(previous).ok()?)?;
         let quantized_at = reader.at;
@@ -332,11 +329,17 @@ impl State {
         if reader.at != bytes.len() || (rows > 0 && dim == 0) {
             return None;
         }
+        let base = Base { bytes, rows, ends_at, ids_at, order_at, quantized_at };
+        // The order must be strictly increasing, or lookups would miss ids.
+        if (1..rows).any(|position| base.id_bytes(base.ordered(position - 1)) >= base.id_bytes(base.ordered(position)))
+        {
+            return None;
+        }
         let place_codes = place_names.iter().cloned().zip(0..).collect();
         Some(State {
             rev,
             dim,
-            base: Some(Base { bytes, rows, ends_at, ids_at, quantized_at, lookup: OnceLock::new() }),
+            base: Some(base),
             alive: vec![true; rows],
             scales,
             places,
