@@ -4,6 +4,7 @@
 //! and records the run under `bench/results/` (STYLE §8). Benchmarks are
 //! run on purpose, never as part of the test suite.
 
+mod add;
 mod corpus;
 mod embed;
 mod mine;
@@ -50,6 +51,26 @@ enum Bench {
         /// Keep the palaces in DIR (default: a temporary directory).
         #[arg(long, value_name = "DIR")]
         scratch: Option<PathBuf>,
+    },
+    /// Latency of one `mempalace add` process (spawn to exit), as hooks run
+    /// it: per embedder, optionally against a baseline binary run
+    /// interleaved, whose vectors are then compared bit for bit.
+    Add {
+        /// Model directory (as `mempalace --model-dir`).
+        #[arg(long, env = "MEMPALACE_MODEL_DIR")]
+        models: PathBuf,
+        /// A second `mempalace` binary (e.g. the previous revision's) timed in the same loop.
+        #[arg(long)]
+        baseline: Option<PathBuf>,
+        /// Embedders to time (`none`: the fixed cost without a model).
+        #[arg(long, value_delimiter = ',', default_values_t = ["minilm".to_string(), "none".to_string()])]
+        embedders: Vec<String>,
+        /// Timed adds per binary and embedder.
+        #[arg(long, default_value_t = 30)]
+        runs: usize,
+        /// Characters per text.
+        #[arg(long, default_value_t = 200)]
+        chars: usize,
     },
     /// Embedding throughput and latency of the local providers, and peak RSS.
     Embed {
@@ -186,6 +207,13 @@ fn main() -> Result<()> {
             };
             let (summary, samples) = palace::run(&bench)?;
             let dir = report::write(&cli.results, "palace", &command_line, &summary, &samples)?;
+            println!("{}", serde_json::to_string_pretty(&summary)?);
+            println!("recorded in {}", dir.display());
+        }
+        Bench::Add { models, baseline, embedders, runs, chars } => {
+            let bench = add::AddBench { binary: cli.binary, baseline, models, embedders, runs, chars };
+            let (summary, samples) = add::run(&bench)?;
+            let dir = report::write(&cli.results, "add", &command_line, &summary, &samples)?;
             println!("{}", serde_json::to_string_pretty(&summary)?);
             println!("recorded in {}", dir.display());
         }

@@ -1,8 +1,9 @@
 //! A BERT encoder for all-MiniLM-L6-v2, on plain f32 buffers.
 //!
 //! Weights are read from the model's safetensors (Hugging Face names, with
-//! or without a `bert.` prefix) and kept transposed for the
-//! multiply. The forward pass packs the tokens of all texts of a pass into
+//! or without a `bert.` prefix): the embedding tables in place in the
+//! mapped file (a text touches only its own tokens' rows), the dense
+//! layers transposed for the multiply (the six layers in parallel). The forward pass packs the tokens of all texts of a pass into
 //! one `[tokens, hidden]` matrix with no padding: the dense layers run as
 //! one large multiply over every token (split over the cores by `gemm`),
 //! and attention runs per text over its own length only (texts spread over
@@ -16,7 +17,7 @@ use rayon::prelude::*;
 use serde::Deserialize;
 
 use crate::kernels::{self, Int8Matrix, View, matmul};
-use crate::weights::{Scope, Weights};
+use crate::weights::{Floats, Scope, Weights};
 use crate::{EmbedError, EmbedResult};
 
 /// The parts of a Hugging Face `config.json` the encoder needs.
@@ -75,8 +76,8 @@ struct Layer {
 
 /// The encoder.
 pub struct Bert {
-    word_embeddings: Vec<f32>,
-    position_embeddings: Vec<f32>,
+    word_embeddings: Floats,
+    position_embeddings: Floats,
     token_type_row: Vec<f32>,
     embedding_norm: Norm,
     layers: Vec<Layer>,
@@ -125,37 +126,36 @@ impl Bert {
         let hidden = config.hidden_size;
         let embeddings = vb.pp("embeddings");
         let token_type = values(&embeddings, &[config.type_vocab_size, hidden], "token_type_embeddings.weight")?;
-        let mut layers = Vec::with_capacity(config.num_hidden_layers);
-        for index in 0..config.num_hidden_layers {
-            let layer = vb.pp(&format!("encoder.layer.{index}"));
-            let attention = layer.pp("attention");
-            // Query, key and value fused into one [hidden, 3·hidden] multiply.
-            let (q, qb) = dense_parts(&attention.pp("self.query"), hidden, hidden)?;
-            let (k, kb) = dense_parts(&attention.pp("self.key"), hidden, hidden)?;
-            let (v, vb_) = dense_parts(&attention.pp("self.value"), hidden, hidden)?;
-            let mut weight = Vec::with_capacity(hidden * 3 * hidden);
-            for row in 0..hidden {
-                for part in [&q, &k, &v] {
-                    weight.extend_from_slice(&part[row * hidden..(row + 1) * hidden]);
+        // Transposing the dense weights is the load's main cost (42 MB for
+        // MiniLM); the layers are independent.
+        let layers = (0..config.num_hidden_layers)
+            .into_par_iter()
+            .map(|index| {
+                let layer = vb.pp(&format!("encoder.layer.{index}"));
+                let attention = layer.pp("attention");
+                // Query, key and value fused into one [hidden, 3·hidden]
+                // multiply: row i holds row i of each transposed weight.
+                let mut weight = vec![0.0_f32; hidden * 3 * hidden];
+                let mut bias = Vec::with_capacity(3 * hidden);
+                for (part, name) in ["self.query", "self.key", "self.value"].into_iter().enumerate() {
+                    let scope = attention.pp(name);
+                    scope.transpose_into(hidden, hidden, "weight", &mut weight, 3 * hidden, part * hidden)?;
+                    bias.extend(values(&scope, &[hidden], "bias")?);
                 }
-            }
-            let bias = [qb, kb, vb_].concat();
-            layers.push(Layer {
-                qkv: Dense { weight, int8: None, bias, inputs: hidden, outputs: 3 * hidden },
-                attention_output: dense(&attention.pp("output.dense"), hidden, hidden)?,
-                attention_norm: norm(&attention.pp("output.LayerNorm"), hidden)?,
-                intermediate: dense(&layer.pp("intermediate.dense"), hidden, config.intermediate_size)?,
-                output: dense(&layer.pp("output.dense"), config.intermediate_size, hidden)?,
-                output_norm: norm(&layer.pp("output.LayerNorm"), hidden)?,
-            });
-        }
+                Ok(Layer {
+                    qkv: Dense { weight, int8: None, bias, inputs: hidden, outputs: 3 * hidden },
+                    attention_output: dense(&attention.pp("output.dense"), hidden, hidden)?,
+                    attention_norm: norm(&attention.pp("output.LayerNorm"), hidden)?,
+                    intermediate: dense(&layer.pp("intermediate.dense"), hidden, config.intermediate_size)?,
+                    output: dense(&layer.pp("output.dense"), config.intermediate_size, hidden)?,
+                    output_norm: norm(&layer.pp("output.LayerNorm"), hidden)?,
+                })
+            })
+            .collect::<EmbedResult<Vec<Layer>>>()?;
         Ok(Self {
-            word_embeddings: values(&embeddings, &[config.vocab_size, hidden], "word_embeddings.weight")?,
-            position_embeddings: values(
-                &embeddings,
-                &[config.max_position_embeddings, hidden],
-                "position_embeddings.weight",
-            )?,
+            word_embeddings: embeddings.floats(&[config.vocab_size, hidden], "word_embeddings.weight")?,
+            position_embeddings: embeddings
+                .floats(&[config.max_position_embeddings, hidden], "position_embeddings.weight")?,
             // Every input here has token type 0.
             token_type_row: token_type[..hidden].to_vec(),
             embedding_norm: norm(&embeddings.pp("LayerNorm"), hidden)?,

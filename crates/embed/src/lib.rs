@@ -25,6 +25,7 @@
 pub mod bert;
 pub mod files;
 pub mod kernels;
+mod mapped;
 pub mod minilm;
 pub mod pca;
 pub mod resilient;

@@ -12,8 +12,9 @@ use rayon::prelude::*;
 
 use mempalace_core::vector::normalize;
 
-use crate::bert::{Bert, BertConfig, load_bert};
+use crate::bert::{Bert, BertConfig};
 use crate::files::{MINILM_ID, check_minilm};
+use crate::weights::Weights;
 use crate::wordpiece::WordPiece;
 use crate::{EmbedError, EmbedResult, Embedder};
 
@@ -61,19 +62,22 @@ impl MiniLm {
                 "the int8 MiniLM needs a CPU with AVX-512 VNNI, which this one lacks; use --embedder minilm".into(),
             ));
         }
+        let started = std::time::Instant::now();
         check_minilm(folder)?;
         let config_text = std::fs::read_to_string(folder.join("config.json"))
             .map_err(|error| EmbedError::ModelMissing(format!("config.json: {error}")))?;
         let config: BertConfig = serde_json::from_str(&config_text)
             .map_err(|error| EmbedError::ModelInvalid(format!("config.json: {error}")))?;
-        let weights = std::fs::read(folder.join("model.safetensors"))
-            .map_err(|error| EmbedError::ModelMissing(format!("model.safetensors: {error}")))?;
-        let mut bert = load_bert(weights, &config)?;
+        // Mapped, not read: the word-embedding table (half the file) is
+        // used in place, and only its rows for the tokens embedded are read.
+        let mut bert = Weights::read(&folder.join("model.safetensors"))?.with(|root| Bert::load(root, &config))?;
         if precision == Precision::Int8 {
             bert.quantize_int8();
         }
+        let weights_ms = started.elapsed().as_secs_f64() * 1e3;
         let tokenizer = WordPiece::from_tokenizer_json(&folder.join("tokenizer.json"))?;
         let max_tokens = MAX_TOKENS.min(bert.max_positions());
+        tracing::debug!(weights_ms, total_ms = started.elapsed().as_secs_f64() * 1e3, ?precision, "MiniLM loaded");
         Ok(Self { bert, tokenizer, max_tokens, precision })
     }
 

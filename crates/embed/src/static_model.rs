@@ -57,7 +57,8 @@ pub fn static_model_id(dims: usize) -> String {
 
 /// A token-vector table with its tokenizer.
 pub struct StaticModel {
-    table: Vec<f32>,
+    /// In place in the mapped file: a text reads only its tokens' rows.
+    table: crate::weights::Floats,
     config: StaticConfig,
     tokenizer: WordPiece,
 }
@@ -82,7 +83,7 @@ impl StaticModel {
             if !root.contains("embeddings") {
                 return Err(EmbedError::ModelInvalid("static model.safetensors has no `embeddings`".to_string()));
             }
-            root.get(&[config.vocab_size, config.dim], "embeddings")
+            root.floats(&[config.vocab_size, config.dim], "embeddings")
         })?;
         if !folder.join("tokenizer.json").is_file() {
             return Err(missing("tokenizer.json"));

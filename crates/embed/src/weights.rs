@@ -2,20 +2,26 @@
 //!
 //! A safetensors file is a JSON header (names, dtypes, shapes, byte ranges)
 //! followed by raw little-endian tensor data; the `safetensors` crate
-//! parses and writes it. Here tensors come out as plain `Vec<f32>` (f16 and
-//! bf16 weights are widened on the way), looked up by their Hugging Face
-//! names under an optional prefix — all the encoders need, without a tensor
+//! parses and writes it. The file is mapped, not read (`mapped`): a tensor
+//! comes out as [`Floats`] read in place when it is stored as f32, else as
+//! values widened from f16 or bf16, or transposed into a buffer of its own
+//! for the multiply. Tensors are looked up by their Hugging Face names
+//! under an optional prefix — all the encoders need, without a tensor
 //! library.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use safetensors::{Dtype, SafeTensors};
 
+use crate::mapped::Bytes;
+pub use crate::mapped::Floats;
 use crate::{EmbedError, EmbedResult};
 
-/// The tensors of one safetensors file, kept as the file's bytes.
+/// The tensors of one safetensors file, kept as the file's bytes (mapped
+/// when read from a file).
 pub struct Weights {
-    bytes: Vec<u8>,
+    bytes: Arc<Bytes>,
     origin: String,
 }
 
@@ -23,6 +29,7 @@ pub struct Weights {
 #[derive(Clone)]
 pub struct Scope<'a> {
     tensors: &'a SafeTensors<'a>,
+    bytes: &'a Arc<Bytes>,
     origin: &'a str,
     prefix: String,
 }
@@ -30,25 +37,29 @@ pub struct Scope<'a> {
 impl Weights {
     /// Takes the bytes of a safetensors file; `origin` names it in errors.
     pub fn from_bytes(bytes: Vec<u8>, origin: impl Into<String>) -> EmbedResult<Self> {
-        let origin = origin.into();
-        SafeTensors::deserialize(&bytes)
-            .map_err(|error| EmbedError::ModelInvalid(format!("{origin} is not a safetensors file: {error}")))?;
-        Ok(Self { bytes, origin })
+        Self::checked(Bytes::Owned(bytes), origin.into())
     }
 
-    /// Reads a safetensors file.
+    /// Maps a safetensors file. Only the header is read now; tensor data is
+    /// read from the page cache when it is used.
     pub fn read(path: &Path) -> EmbedResult<Self> {
-        let bytes = std::fs::read(path)
+        let bytes = Bytes::map(path)
             .map_err(|error| EmbedError::ModelMissing(format!("reading {}: {error}", path.display())))?;
-        Self::from_bytes(bytes, path.display().to_string())
+        Self::checked(bytes, path.display().to_string())
+    }
+
+    fn checked(bytes: Bytes, origin: String) -> EmbedResult<Self> {
+        SafeTensors::deserialize(&bytes)
+            .map_err(|error| EmbedError::ModelInvalid(format!("{origin} is not a safetensors file: {error}")))?;
+        Ok(Self { bytes: Arc::new(bytes), origin })
     }
 
     /// Runs `read` over the parsed tensors (the parse borrows the bytes, so
-    /// the view cannot outlive this call).
+    /// the view cannot outlive this call; [`Floats`] taken from it can).
     pub fn with<T>(&self, read: impl FnOnce(Scope<'_>) -> EmbedResult<T>) -> EmbedResult<T> {
         let tensors = SafeTensors::deserialize(&self.bytes)
             .map_err(|error| EmbedError::ModelInvalid(format!("{}: {error}", self.origin)))?;
-        read(Scope { tensors: &tensors, origin: &self.origin, prefix: String::new() })
+        read(Scope { tensors: &tensors, bytes: &self.bytes, origin: &self.origin, prefix: String::new() })
     }
 }
 
@@ -64,12 +75,16 @@ impl<'a> Scope<'a> {
 
     /// The scope `name.` under this one.
     pub fn pp(&self, name: &str) -> Scope<'a> {
-        Scope { tensors: self.tensors, origin: self.origin, prefix: format!("{}{name}.", self.prefix) }
+        Scope {
+            tensors: self.tensors,
+            bytes: self.bytes,
+            origin: self.origin,
+            prefix: format!("{}{name}.", self.prefix),
+        }
     }
 
-    /// The tensor `name` as f32 values in row-major order, checked to have
-    /// `shape`.
-    pub fn get(&self, shape: &[usize], name: &str) -> EmbedResult<Vec<f32>> {
+    /// The tensor `name`, checked to have `shape`.
+    fn view(&self, shape: &[usize], name: &str) -> EmbedResult<(String, safetensors::tensor::TensorView<'a>)> {
         let full = self.full_name(name);
         let view = self
             .tensors
@@ -82,7 +97,32 @@ impl<'a> Scope<'a> {
                 view.shape()
             )));
         }
+        Ok((full, view))
+    }
+
+    /// The tensor `name` as f32 values in row-major order, checked to have
+    /// `shape`, in a buffer of their own.
+    pub fn get(&self, shape: &[usize], name: &str) -> EmbedResult<Vec<f32>> {
+        let (full, view) = self.view(shape, name)?;
         widen(view.dtype(), view.data())
+            .map_err(|problem| EmbedError::ModelInvalid(format!("{}: tensor {full}: {problem}", self.origin)))
+    }
+
+    /// The tensor `name` as f32 values in row-major order, checked to have
+    /// `shape`: read in place from the file when it is stored as f32 (no
+    /// copy; pages are read when used), else widened.
+    pub fn floats(&self, shape: &[usize], name: &str) -> EmbedResult<Floats> {
+        let (full, view) = self.view(shape, name)?;
+        if view.dtype() == Dtype::F32 {
+            // The view borrows these bytes (see `with`), so the subtraction
+            // is its offset in the file.
+            let start = (view.data().as_ptr() as usize).checked_sub(self.bytes.as_ptr() as usize);
+            if let Some(floats) = start.and_then(|start| Floats::in_place(self.bytes, start, view.data().len() / 4)) {
+                return Ok(floats);
+            }
+        }
+        widen(view.dtype(), view.data())
+            .map(Floats::from)
             .map_err(|problem| EmbedError::ModelInvalid(format!("{}: tensor {full}: {problem}", self.origin)))
     }
 
@@ -90,14 +130,54 @@ impl<'a> Scope<'a> {
     /// (PyTorch keeps linear weights as `[out, in]`; the multiply wants
     /// `[in, out]`).
     pub fn get_transposed(&self, rows: usize, cols: usize, name: &str) -> EmbedResult<Vec<f32>> {
-        let values = self.get(&[rows, cols], name)?;
         let mut out = vec![0.0_f32; rows * cols];
-        for r in 0..rows {
-            for c in 0..cols {
-                out[c * rows + r] = values[r * cols + c];
+        self.transpose_into(rows, cols, name, &mut out, rows, 0)?;
+        Ok(out)
+    }
+
+    /// Writes the `[rows, cols]` matrix `name` transposed into `out`:
+    /// element (r, c) goes to `out[c · out_stride + out_offset + r]`, so
+    /// several matrices with the same `cols` can sit side by side in one
+    /// `[cols, out_stride]` buffer (MiniLM's fused query, key and value).
+    pub fn transpose_into(
+        &self,
+        rows: usize,
+        cols: usize,
+        name: &str,
+        out: &mut [f32],
+        out_stride: usize,
+        out_offset: usize,
+    ) -> EmbedResult<()> {
+        if out_offset + rows > out_stride || out.len() < cols * out_stride {
+            return Err(EmbedError::ModelInvalid(format!(
+                "{}: no room for tensor {} transposed ({rows}×{cols} at column {out_offset} of a {}×{out_stride} buffer)",
+                self.origin,
+                self.full_name(name),
+                out.len() / out_stride.max(1)
+            )));
+        }
+        let values = self.floats(&[rows, cols], name)?;
+        transpose(&values, rows, cols, out, out_stride, out_offset);
+        Ok(())
+    }
+}
+
+/// `out[c · out_stride + out_offset + r] = values[r · cols + c]`, in square
+/// tiles so both sides stay in cache (a plain double loop writes one value
+/// per cache line and ran at a fraction of memory speed).
+fn transpose(values: &[f32], rows: usize, cols: usize, out: &mut [f32], out_stride: usize, out_offset: usize) {
+    const TILE: usize = 16;
+    for row_start in (0..rows).step_by(TILE) {
+        let row_end = (row_start + TILE).min(rows);
+        for col_start in (0..cols).step_by(TILE) {
+            let col_end = (col_start + TILE).min(cols);
+            for c in col_start..col_end {
+                let line = &mut out[c * out_stride + out_offset + row_start..c * out_stride + out_offset + row_end];
+                for (slot, r) in line.iter_mut().zip(row_start..row_end) {
+                    *slot = values[r * cols + c];
+                }
             }
         }
-        Ok(out)
     }
 }
 
@@ -176,6 +256,84 @@ mod tests {
                 Ok(())
             })
             .unwrap();
+    }
+
+    /// The transpose as the loader wrote it before tiling: one value at a
+    /// time, the reference the tiled one must equal.
+    fn transposed_plainly(values: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+        let mut out = vec![0.0_f32; rows * cols];
+        for r in 0..rows {
+            for c in 0..cols {
+                out[c * rows + r] = values[r * cols + c];
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn mapped_tensors_read_in_place_and_transpose_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("model.safetensors");
+        // Sizes that are not multiples of the tile, and values whose bits
+        // differ everywhere (so a misplaced one shows).
+        let shapes = [(37_usize, 21_usize), (16, 16), (1, 50), (50, 1), (33, 48)];
+        let tables: Vec<Vec<f32>> = shapes
+            .iter()
+            .enumerate()
+            .map(|(t, &(r, c))| (0..r * c).map(|i| (t * 10_000 + i) as f32 * 0.37 - 1.0).collect())
+            .collect();
+        let names: Vec<String> = (0..shapes.len()).map(|t| format!("m{t}")).collect();
+        let entries: Vec<(&str, Vec<usize>, &[f32])> = names
+            .iter()
+            .zip(&shapes)
+            .zip(&tables)
+            .map(|((name, &(r, c)), table)| (name.as_str(), vec![r, c], table.as_slice()))
+            .collect();
+        write_f32(&path, &entries).unwrap();
+        let weights = Weights::read(&path).unwrap();
+        weights
+            .with(|root| {
+                for ((name, &(r, c)), table) in names.iter().zip(&shapes).zip(&tables) {
+                    let floats = root.floats(&[r, c], name)?;
+                    assert!(floats.is_in_place(), "{name} was copied");
+                    assert_eq!(floats.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), bits(table));
+                    assert_eq!(bits(&root.get_transposed(r, c, name)?), bits(&transposed_plainly(table, r, c)));
+                }
+                // Two matrices side by side, as the fused query/key/value.
+                let (r, c) = shapes[0];
+                let mut fused = vec![f32::NAN; c * 2 * r];
+                root.transpose_into(r, c, "m0", &mut fused, 2 * r, 0)?;
+                root.transpose_into(r, c, "m0", &mut fused, 2 * r, r)?;
+                let plain = transposed_plainly(&tables[0], r, c);
+                for line in 0..c {
+                    assert_eq!(bits(&fused[line * 2 * r..line * 2 * r + r]), bits(&plain[line * r..(line + 1) * r]));
+                    assert_eq!(
+                        bits(&fused[line * 2 * r + r..(line + 1) * 2 * r]),
+                        bits(&plain[line * r..(line + 1) * r])
+                    );
+                }
+                let no_room = root.transpose_into(r, c, "m0", &mut fused, 2 * r, r + 1).unwrap_err().to_string();
+                assert!(no_room.contains("no room"), "{no_room}");
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    fn bits(values: &[f32]) -> Vec<u32> {
+        values.iter().map(|v| v.to_bits()).collect()
+    }
+
+    #[test]
+    fn half_precision_tensors_are_widened_not_viewed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("half.safetensors");
+        let data: Vec<u8> = [0x3c00_u16, 0xc000].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let view = safetensors::tensor::TensorView::new(Dtype::F16, vec![2], &data).unwrap();
+        std::fs::write(&path, safetensors::serialize([("h", view)], None).unwrap()).unwrap();
+        let weights = Weights::read(&path).unwrap();
+        let floats = weights.with(|root| root.floats(&[2], "h")).unwrap();
+        assert!(!floats.is_in_place());
+        assert_eq!(&*floats, &[1.0, -2.0]);
     }
 
     #[test]

@@ -342,8 +342,7 @@ pub fn run(settings: &Settings, command: HookCommand) -> Result<()> {
     let settings = settings.clone();
     let (hook, harness) = (args.hook, args.harness);
     std::thread::spawn(move || {
-        let outcome = super::open_palace(&settings, super::Access::Create)
-            .and_then(|palace| super::with_embedder(palace, &settings))
+        let outcome = super::open_with_embedder(&settings, super::Access::Create)
             .and_then(|palace| work(&palace, &input, harness, hook, settings.home.as_deref()));
         let _ = sender.send(outcome);
     });

@@ -55,11 +55,11 @@ use clap::{Args, Parser, Subcommand};
 use mempalace_core::classify::TierGates;
 use mempalace_core::tenancy::Caller;
 use mempalace_engine::tenancy::Tenancy;
-use mempalace_engine::{EngineError, Palace};
+use mempalace_engine::{EmbedderCell, EngineError, Palace};
 use mempalace_sqlite::{SqliteOptions, SqliteStore};
 use mempalace_store::StoreError;
 
-use crate::settings::{self, Overrides, Settings};
+use crate::settings::{self, EmbedderKind, Overrides, Settings};
 
 /// Persistent memory for AI agents.
 #[derive(Debug, Parser)]
@@ -547,23 +547,42 @@ pub(crate) fn with_embedder(palace: Palace, settings: &Settings) -> Result<Palac
     })
 }
 
+/// The palace with the configured embedder, a local model loading on its
+/// own thread while the palace opens and the text is prepared (noise
+/// filter, classification, extraction); only the embedding waits for it.
+/// For the commands hooks run often (`add`, `search`, `inject`, `hook`),
+/// where the load was most of the process's time. Vectors and warnings
+/// are those of [`with_embedder`]: a missing local model is a warning in
+/// both, and a remote provider (whose setup can fail the command) is built
+/// in line as there.
+pub(crate) fn open_with_embedder(settings: &Settings, access: Access) -> Result<Palace> {
+    match settings.embedder {
+        EmbedderKind::MiniLm | EmbedderKind::MiniLmInt8 | EmbedderKind::Static => {
+            let for_loader = settings.clone();
+            let cell = EmbedderCell::load_in_background(Box::new(move || {
+                embedder::build(&for_loader).map_err(|error| format!("{error:#}"))
+            }));
+            Ok(open_palace(settings, access)?.with_deferred_embedder(cell))
+        }
+        EmbedderKind::OpenAi | EmbedderKind::Ollama | EmbedderKind::None => {
+            with_embedder(open_palace(settings, access)?, settings)
+        }
+    }
+}
+
 /// Runs the parsed command line with an environment snapshot.
 pub fn run(cli: Cli, env: &BTreeMap<String, String>) -> Result<()> {
     let settings = settings(&cli.global, env)?;
     tracing::debug!(palace = %settings.location(), workspace = %settings.workspace, "settings resolved");
     match cli.command {
         Command::Init(args) => palace::init(&settings, args),
-        Command::Add(args) => drawer::add(&with_embedder(open_palace(&settings, Access::Create)?, &settings)?, args),
+        Command::Add(args) => drawer::add(&open_with_embedder(&settings, Access::Create)?, args),
         Command::Status(args) => palace::status(&open_palace(&settings, Access::Read)?, args),
         Command::Get(args) => drawer::get(&open_palace(&settings, Access::Read)?, args),
-        Command::Search(args) => {
-            retrieve::search(&with_embedder(open_palace(&settings, Access::Read)?, &settings)?, args)
-        }
+        Command::Search(args) => retrieve::search(&open_with_embedder(&settings, Access::Read)?, args),
         Command::WakeUp(args) => retrieve::wake_up(&open_palace(&settings, Access::Read)?, args),
         Command::Recall(args) => retrieve::recall(&open_palace(&settings, Access::Read)?, args),
-        Command::Inject(args) => {
-            retrieve::inject(&with_embedder(open_palace(&settings, Access::Read)?, &settings)?, args)
-        }
+        Command::Inject(args) => retrieve::inject(&open_with_embedder(&settings, Access::Read)?, args),
         Command::Delete(args) => drawer::delete(&open_palace(&settings, Access::Update)?, args),
         Command::Identity(command) => identity::run(&settings, command),
         Command::Export(args) => transfer::export(&open_palace(&settings, Access::Read)?, args),
