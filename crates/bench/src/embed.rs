@@ -148,6 +148,26 @@ pub fn run(models: &Path, shared: &Path, chunks_n: usize, rss_chunks: usize) -> 
         f32_vectors.iter().zip(&int8_vectors).map(|(a, b)| mempalace_core::vector::cosine(a, b)).collect();
     let int8_cosine_min = cosines.iter().copied().fold(f32::INFINITY, f32::min);
     let int8_cosine_mean = cosines.iter().sum::<f32>() / cosines.len() as f32;
+    // The AMX path, where the CPU has it.
+    let bf16 = if mempalace_embed::amx::available() {
+        let model = MiniLm::load_with(&minilm_dir(models), Precision::Bf16)?;
+        let rate = throughput(&model, &chunks, 64)?;
+        let query = query_latency(&model, 50)?;
+        let vectors = model.embed_batch(&sample)?;
+        let cosines: Vec<f32> =
+            f32_vectors.iter().zip(&vectors).map(|(a, b)| mempalace_core::vector::cosine(a, b)).collect();
+        json!({
+            "chunks_per_s": rate,
+            "query_ms": query,
+            "vs_f32_cosine": {
+                "min": cosines.iter().copied().fold(f32::INFINITY, f32::min),
+                "mean": cosines.iter().sum::<f32>() / cosines.len() as f32,
+                "n": cosines.len(),
+            },
+        })
+    } else {
+        Value::Null
+    };
     let static_model = StaticModel::load(&static_dir(models))?;
     let static_chunks = prose_chunks(shared, 20_000)?;
     let static_rate = throughput(&static_model, &static_chunks, 1_000)?;
@@ -175,6 +195,7 @@ pub fn run(models: &Path, shared: &Path, chunks_n: usize, rss_chunks: usize) -> 
         "minilm_int8_chunks_per_s": int8_rate,
         "minilm_int8_query_ms": int8_query,
         "int8_vs_f32_cosine": {"min": int8_cosine_min, "mean": int8_cosine_mean, "n": cosines.len()},
+        "minilm_bf16_amx": bf16,
         "static_chunks_per_s": static_rate,
         "static_query_ms": static_query,
         "speedup_static_over_minilm": static_rate / minilm_rate,

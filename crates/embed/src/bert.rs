@@ -15,6 +15,7 @@
 use rayon::prelude::*;
 use serde::Deserialize;
 
+use crate::amx::{self, Bf16Matrix};
 use crate::kernels::{self, Int8Matrix, View, matmul};
 use crate::weights::{Scope, Weights};
 use crate::{EmbedError, EmbedResult};
@@ -49,11 +50,12 @@ enum Activation {
     Gelu,
 }
 
-/// A dense layer with its weight stored `[in, out]` (row-major), and its
-/// int8 form once quantised.
+/// A dense layer with its weight stored `[in, out]` (row-major), or its
+/// int8 or bf16 (AMX) form once converted.
 struct Dense {
     weight: Vec<f32>,
     int8: Option<Int8Matrix>,
+    bf16: Option<Bf16Matrix>,
     bias: Vec<f32>,
     inputs: usize,
     outputs: usize,
@@ -100,7 +102,7 @@ fn dense_parts(vb: &Scope, inputs: usize, outputs: usize) -> EmbedResult<(Vec<f3
 
 fn dense(vb: &Scope, inputs: usize, outputs: usize) -> EmbedResult<Dense> {
     let (weight, bias) = dense_parts(vb, inputs, outputs)?;
-    Ok(Dense { weight, int8: None, bias, inputs, outputs })
+    Ok(Dense { weight, int8: None, bf16: None, bias, inputs, outputs })
 }
 
 fn norm(vb: &Scope, size: usize) -> EmbedResult<Norm> {
@@ -141,7 +143,7 @@ impl Bert {
             }
             let bias = [qb, kb, vb_].concat();
             layers.push(Layer {
-                qkv: Dense { weight, int8: None, bias, inputs: hidden, outputs: 3 * hidden },
+                qkv: Dense { weight, int8: None, bf16: None, bias, inputs: hidden, outputs: 3 * hidden },
                 attention_output: dense(&attention.pp("output.dense"), hidden, hidden)?,
                 attention_norm: norm(&attention.pp("output.LayerNorm"), hidden)?,
                 intermediate: dense(&layer.pp("intermediate.dense"), hidden, config.intermediate_size)?,
@@ -174,6 +176,18 @@ impl Bert {
         for layer in &mut self.layers {
             for dense in [&mut layer.qkv, &mut layer.attention_output, &mut layer.intermediate, &mut layer.output] {
                 dense.int8 = Some(Int8Matrix::quantize(&dense.weight, dense.inputs, dense.outputs));
+                dense.weight = Vec::new();
+            }
+        }
+    }
+
+    /// Rounds every dense layer's weights to bf16 in the AMX tile layout
+    /// (f32 accumulation); frees the f32 weights. The caller checks
+    /// [`amx::available`] first.
+    pub fn pack_bf16(&mut self) {
+        for layer in &mut self.layers {
+            for dense in [&mut layer.qkv, &mut layer.attention_output, &mut layer.intermediate, &mut layer.output] {
+                dense.bf16 = Some(Bf16Matrix::pack(&dense.weight, dense.inputs, dense.outputs));
                 dense.weight = Vec::new();
             }
         }
@@ -226,16 +240,18 @@ impl Bert {
         let mut context = vec![0.0_f32; tokens * h];
         let mut scratch = vec![0.0_f32; tokens * h];
         let mut inner = vec![0.0_f32; tokens * intermediate];
+        // bf16 copy of a dense layer's input (AMX path only).
+        let mut staged = amx::Bf16Buffer::default();
         for layer in &self.layers {
-            self.dense_then(&x, tokens, &layer.qkv, &mut qkv, threads, Activation::None);
+            self.dense_then(&x, tokens, &layer.qkv, &mut qkv, threads, Activation::None, &mut staged);
             self.attention(&qkv, &lengths, &offsets, &mut context);
 
-            self.dense(&context, tokens, &layer.attention_output, &mut scratch, threads);
+            self.dense(&context, tokens, &layer.attention_output, &mut scratch, threads, &mut staged);
             Self::residual_norm(&mut scratch, &x, &layer.attention_output.bias, &layer.attention_norm, h, self.eps);
             std::mem::swap(&mut x, &mut scratch);
 
-            self.dense_then(&x, tokens, &layer.intermediate, &mut inner, threads, Activation::Gelu);
-            self.dense(&inner, tokens, &layer.output, &mut scratch, threads);
+            self.dense_then(&x, tokens, &layer.intermediate, &mut inner, threads, Activation::Gelu, &mut staged);
+            self.dense(&inner, tokens, &layer.output, &mut scratch, threads, &mut staged);
             Self::residual_norm(&mut scratch, &x, &layer.output.bias, &layer.output_norm, h, self.eps);
             std::mem::swap(&mut x, &mut scratch);
         }
@@ -260,6 +276,7 @@ impl Bert {
 
     /// `out = activation(input · weight + bias)`; the int8 path does the
     /// bias and activation while each row is still in cache.
+    #[allow(clippy::too_many_arguments)]
     fn dense_then(
         &self,
         input: &[f32],
@@ -268,6 +285,7 @@ impl Bert {
         out: &mut [f32],
         threads: usize,
         act: Activation,
+        staged: &mut amx::Bf16Buffer,
     ) {
         if let Some(int8) = &layer.int8 {
             let epilogue = match act {
@@ -277,7 +295,7 @@ impl Bert {
             kernels::int8_matmul_then(input, tokens, int8, out, threads, epilogue);
             return;
         }
-        self.dense(input, tokens, layer, out, threads);
+        self.dense(input, tokens, layer, out, threads, staged);
         let width = layer.outputs;
         match act {
             Activation::None => out.par_chunks_mut(64 * width).for_each(|chunk| kernels::add_bias(chunk, &layer.bias)),
@@ -286,9 +304,31 @@ impl Bert {
     }
 
     /// `out[tokens, outputs] = input[tokens, inputs] · weight` (bias added by the caller).
-    fn dense(&self, input: &[f32], tokens: usize, layer: &Dense, out: &mut [f32], threads: usize) {
+    /// The AMX path first rounds the input to bf16 in `staged`.
+    fn dense(
+        &self,
+        input: &[f32],
+        tokens: usize,
+        layer: &Dense,
+        out: &mut [f32],
+        threads: usize,
+        staged: &mut amx::Bf16Buffer,
+    ) {
         if let Some(int8) = &layer.int8 {
             kernels::int8_matmul(input, tokens, int8, out, threads);
+            return;
+        }
+        if let Some(bf16) = &layer.bf16 {
+            let stride = bf16.input_stride();
+            staged.reset(amx::padded_rows(tokens) * stride);
+            // Padding rows keep whatever they hold: their results are never
+            // read. (They hold finite values: zeros or earlier bf16 inputs.)
+            staged
+                .as_mut_slice()
+                .par_chunks_mut(64 * stride)
+                .zip(input.par_chunks(64 * layer.inputs))
+                .for_each(|(to, from)| amx::convert_rows(from, layer.inputs, to, stride));
+            amx::matmul(staged.as_slice(), tokens, bf16, out, threads);
             return;
         }
         matmul(

@@ -42,6 +42,9 @@ pub enum Precision {
     /// as fast, vectors within cosine ~0.99 of f32. A distinct model id, so
     /// its vectors are never compared with f32 ones.
     Int8,
+    /// bf16 dense layers on the AMX tile unit (f32 accumulation, attention
+    /// and elementwise work in f32). Needs AMX.
+    Bf16,
 }
 
 /// Model id of the int8 variant.
@@ -61,6 +64,11 @@ impl MiniLm {
                 "the int8 MiniLM needs a CPU with AVX-512 VNNI, which this one lacks; use --embedder minilm".into(),
             ));
         }
+        if precision == Precision::Bf16 && !crate::amx::available() {
+            return Err(EmbedError::ModelInvalid(
+                "the bf16 MiniLM needs a CPU with AMX (and Linux permission to use it), which this one lacks; use --embedder minilm".into(),
+            ));
+        }
         check_minilm(folder)?;
         let config_text = std::fs::read_to_string(folder.join("config.json"))
             .map_err(|error| EmbedError::ModelMissing(format!("config.json: {error}")))?;
@@ -69,8 +77,10 @@ impl MiniLm {
         let weights = std::fs::read(folder.join("model.safetensors"))
             .map_err(|error| EmbedError::ModelMissing(format!("model.safetensors: {error}")))?;
         let mut bert = load_bert(weights, &config)?;
-        if precision == Precision::Int8 {
-            bert.quantize_int8();
+        match precision {
+            Precision::F32 => {}
+            Precision::Int8 => bert.quantize_int8(),
+            Precision::Bf16 => bert.pack_bf16(),
         }
         let tokenizer = WordPiece::from_tokenizer_json(&folder.join("tokenizer.json"))?;
         let max_tokens = MAX_TOKENS.min(bert.max_positions());
@@ -115,7 +125,7 @@ impl MiniLm {
 impl Embedder for MiniLm {
     fn model_id(&self) -> &str {
         match self.precision {
-            Precision::F32 => MINILM_ID,
+            Precision::F32 | Precision::Bf16 => MINILM_ID,
             Precision::Int8 => MINILM_INT8_ID,
         }
     }
