@@ -120,18 +120,38 @@ pub fn convert_rows(src: &[f32], width: usize, dst: &mut [u16], stride: usize) {
     }
 }
 
-/// A bf16 buffer whose first element sits on a 64-byte boundary, so no
-/// 64-byte tile row straddles two cache lines (measured: a 16-byte offset
-/// halves the kernel's throughput).
+/// `dst = bf16(gelu(src + bias))` row by row (width `bias.len()`), into rows
+/// of stride `stride` (padding columns set to 0): the exact GELU of
+/// `kernels::bias_gelu`, rounded once for the next multiply.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx512dq+avx512bw", "x86_64+avx2+fma"))]
+pub fn bias_gelu_to_bf16(src: &[f32], bias: &[f32], dst: &mut [u16], stride: usize) {
+    let width = bias.len();
+    for (from, to) in src.chunks_exact(width).zip(dst.chunks_exact_mut(stride)) {
+        for ((d, &s), &b) in to.iter_mut().zip(from).zip(bias) {
+            let v = s + b;
+            let g = 0.5 * v * (1.0 + crate::kernels::fast_erf(v * std::f32::consts::FRAC_1_SQRT_2));
+            let bits = g.to_bits();
+            *d = ((bits + 0x7fff + ((bits >> 16) & 1)) >> 16) as u16;
+        }
+        to[width..].fill(0);
+    }
+}
+
+/// A buffer whose first element sits on a 64-byte boundary, so no 64-byte
+/// tile row straddles two cache lines (measured: a 16-byte offset halves
+/// the kernel's throughput).
 #[derive(Debug, Clone, Default)]
-pub struct Bf16Buffer {
-    storage: Vec<u16>,
+pub struct Aligned<T> {
+    storage: Vec<T>,
     /// Index of the first aligned element of `storage`.
     start: usize,
     len: usize,
 }
 
-impl Bf16Buffer {
+/// bf16 values, 64-byte aligned.
+pub type Bf16Buffer = Aligned<u16>;
+
+impl<T: Copy + Default> Aligned<T> {
     /// `len` zeros.
     pub fn zeroed(len: usize) -> Self {
         let mut buffer = Self::default();
@@ -142,22 +162,23 @@ impl Bf16Buffer {
     /// Makes the buffer `len` values long; the contents are unspecified
     /// (kept where the allocation is reused, zero where it is new).
     pub fn reset(&mut self, len: usize) {
-        const SPARE: usize = 32; // 64 bytes of u16: room to align the start
-        if self.storage.len() < len + SPARE {
-            self.storage = vec![0; len + SPARE];
+        let size = std::mem::size_of::<T>();
+        let spare = 64 / size; // room to align the start
+        if self.storage.len() < len + spare {
+            self.storage = vec![T::default(); len + spare];
             let address = self.storage.as_ptr() as usize;
-            self.start = (64 - address % 64) % 64 / 2;
+            self.start = (64 - address % 64) % 64 / size;
         }
         self.len = len;
     }
 
     /// The values.
-    pub fn as_slice(&self) -> &[u16] {
+    pub fn as_slice(&self) -> &[T] {
         &self.storage[self.start..self.start + self.len]
     }
 
     /// The values, writable.
-    pub fn as_mut_slice(&mut self) -> &mut [u16] {
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
         &mut self.storage[self.start..self.start + self.len]
     }
 }
@@ -256,6 +277,35 @@ pub fn matmul(a: &[u16], rows: usize, w: &Bf16Matrix, out: &mut [f32], threads: 
     }
 }
 
+/// Loads [`TileConfig::full`] for this thread.
+///
+/// # Safety
+/// AMX must be [`available`].
+#[cfg(target_arch = "x86_64")]
+unsafe fn configure_tiles() {
+    let config = TileConfig::full();
+    // SAFETY: a valid palette-1 configuration, 64-byte aligned; the caller
+    // guarantees AMX and the permission.
+    unsafe { std::arch::asm!("ldtilecfg [{0}]", in(reg) config.0.as_ptr(), options(nostack, readonly)) };
+}
+
+/// Returns this thread's tiles to their initial state (cheaper context
+/// switches; no tile state outlives a kernel call).
+///
+/// # Safety
+/// AMX must be [`available`].
+#[cfg(target_arch = "x86_64")]
+unsafe fn release_tiles() {
+    // SAFETY: the caller guarantees AMX.
+    unsafe { std::arch::asm!("tilerelease", options(nostack, nomem)) };
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn configure_tiles() {}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn release_tiles() {}
+
 /// The tile configuration: palette 1, all eight tiles 16 rows × 64 bytes.
 #[repr(C, align(64))]
 struct TileConfig([u8; 64]);
@@ -285,13 +335,12 @@ unsafe fn matmul_rows(a: &[u16], count: usize, w: &Bf16Matrix, out: &mut [f32]) 
     let packed = w.packed.as_slice();
     let row_blocks = padded_rows(count) / BLOCK;
     assert!(a.len() >= row_blocks * BLOCK * k_pad && out.len() >= count * n && packed.len() >= k_pad * n_pad);
-    let config = TileConfig::full();
     let a_stride = k_pad * 2; // bytes between A rows
     let b_stride = 64_usize; // bytes between B-tile rows (16 pairs)
     let tile_values = TILE * DEPTH; // bf16 values in one packed B tile
     let mut scratch = [0.0_f32; TILE * TILE];
-    // SAFETY: `config` is a valid palette-1 configuration (64-byte aligned).
-    unsafe { asm!("ldtilecfg [{0}]", in(reg) config.0.as_ptr(), options(nostack, readonly)) };
+    // SAFETY: the caller guarantees AMX.
+    unsafe { configure_tiles() };
     // Row blocks outside, column blocks inside: a block's 32 input rows
     // (24 KiB at width 384) stay in L1 while the weights stream from L2.
     // Measured on the 2-core VM at 384×1152: 850–920 GFLOP/s per core-second
@@ -359,8 +408,289 @@ unsafe fn matmul_rows(a: &[u16], count: usize, w: &Bf16Matrix, out: &mut [f32]) 
             }
         }
     }
-    // SAFETY: releases this thread's tile state; no tile is used after.
-    unsafe { asm!("tilerelease", options(nostack, nomem)) };
+    // SAFETY: no tile is used after.
+    unsafe { release_tiles() };
+}
+
+/// Width of an attention head the AMX attention handles: one tile depth.
+pub const HEAD_DIM: usize = DEPTH;
+
+/// Buffers of [`attention`], reused from text to text.
+#[derive(Debug, Default)]
+pub struct AttentionScratch {
+    /// The text's `[query | key | value]` rows in bf16, `[rows padded to
+    /// 32, 3·hidden]` (padding rows zero); query tiles load from here.
+    rows: Bf16Buffer,
+    /// One head's keys in B-tile layout: per block of 16 tokens, 16 rows of
+    /// (token, dimension pair).
+    keys: Bf16Buffer,
+    /// One head's values in B-tile layout: per block of 32 tokens, two
+    /// tiles (dimensions 0–15, 16–31) of 16 rows of (dimension, token pair).
+    values: Bf16Buffer,
+    /// Scores of 16 queries, `[16, keys padded to 16]`.
+    scores: Aligned<f32>,
+    /// Their softmax, `[16, keys padded to 32]` (zero beyond the length).
+    probabilities: Bf16Buffer,
+    /// One 16×32 output block.
+    block: Aligned<f32>,
+}
+
+/// Self-attention of one text of `length` tokens on the AMX unit:
+/// `out[i, head·32 + d] = Σ_j softmax_j(q_i·k_j · scale) · v_j[d]`, with
+/// `qkv` holding the text's rows `[query | key | value]` (width
+/// `3·heads·32`) and `out` its context rows (width `heads·32`). Scores and
+/// softmax are f32; queries, keys, values and probabilities are rounded to
+/// bf16 for the products.
+///
+/// # Panics
+/// When AMX is not [`available`] or the shapes disagree.
+pub fn attention(
+    qkv: &[f32],
+    length: usize,
+    heads: usize,
+    scale: f32,
+    out: &mut [f32],
+    scratch: &mut AttentionScratch,
+) {
+    assert!(available(), "AMX kernels called on a CPU or OS without AMX");
+    let hidden = heads * HEAD_DIM;
+    assert_eq!(qkv.len(), length * 3 * hidden, "qkv shape");
+    assert_eq!(out.len(), length * hidden, "output shape");
+    if length == 0 {
+        return;
+    }
+    let rows16 = length.div_ceil(TILE) * TILE;
+    let rows32 = length.div_ceil(BLOCK) * BLOCK;
+    scratch.rows.reset(rows32 * 3 * hidden);
+    scratch.keys.reset(rows16 * HEAD_DIM);
+    scratch.values.reset(rows32 * HEAD_DIM);
+    scratch.scores.reset(TILE * rows16);
+    scratch.probabilities.reset(TILE * rows32);
+    scratch.block.reset(TILE * HEAD_DIM);
+    scratch.rows.as_mut_slice()[length * 3 * hidden..].fill(0);
+    convert_rows(qkv, 3 * hidden, scratch.rows.as_mut_slice(), 3 * hidden);
+    scratch.probabilities.as_mut_slice().fill(0);
+    // The tile configuration holds for the whole text: the loops between
+    // tile instructions (packing, softmax) use no tiles. Measured: loading
+    // it per query block cost more than the products.
+    // SAFETY: `available()` holds.
+    unsafe { configure_tiles() };
+    for head in 0..heads {
+        pack_head(hidden, head, rows16, rows32, scratch);
+        for query_block in 0..rows16 / TILE {
+            // SAFETY: `available()` holds; the scratch buffers were sized
+            // above for this length.
+            unsafe { head_scores(scratch, query_block, rows16, hidden, head) };
+            let rows = TILE.min(length - query_block * TILE);
+            softmax_to_bf16(
+                scratch.scores.as_mut_slice(),
+                rows16,
+                rows,
+                length,
+                scale,
+                scratch.probabilities.as_mut_slice(),
+                rows32,
+            );
+            // SAFETY: as above.
+            unsafe { head_context(scratch, rows32) };
+            let block = scratch.block.as_slice();
+            for r in 0..rows {
+                let row = query_block * TILE + r;
+                out[row * hidden + head * HEAD_DIM..row * hidden + (head + 1) * HEAD_DIM]
+                    .copy_from_slice(&block[r * HEAD_DIM..(r + 1) * HEAD_DIM]);
+            }
+        }
+    }
+    // SAFETY: no tile is used after.
+    unsafe { release_tiles() };
+}
+
+/// Copies one head's keys and values from the bf16 rows into their B-tile
+/// layouts (pairs of bf16 moved as one `u32`).
+fn pack_head(hidden: usize, head: usize, rows16: usize, rows32: usize, scratch: &mut AttentionScratch) {
+    let width = 3 * hidden;
+    let rows = scratch.rows.as_slice();
+    let pair =
+        |token: usize, column: usize| -> [u16; 2] { [rows[token * width + column], rows[token * width + column + 1]] };
+    // Keys: per block of 16 tokens, row = dimension pair, column = token.
+    let keys = scratch.keys.as_mut_slice();
+    let key_base = hidden + head * HEAD_DIM;
+    for token in 0..rows16 {
+        let (block, column) = (token / TILE, token % TILE);
+        for dimension_pair in 0..HEAD_DIM / 2 {
+            let at = ((block * TILE + dimension_pair) * TILE + column) * 2;
+            keys[at..at + 2].copy_from_slice(&pair(token, key_base + 2 * dimension_pair));
+        }
+    }
+    // Values: per block of 32 tokens, two tiles (dimensions 0–15, 16–31);
+    // row = token pair, column = dimension.
+    let values = scratch.values.as_mut_slice();
+    let value_base = 2 * hidden + head * HEAD_DIM;
+    for token_pair in 0..rows32 / 2 {
+        let (block, row) = (token_pair / TILE, token_pair % TILE);
+        let first = &rows[2 * token_pair * width + value_base..2 * token_pair * width + value_base + HEAD_DIM];
+        let second =
+            &rows[(2 * token_pair + 1) * width + value_base..(2 * token_pair + 1) * width + value_base + HEAD_DIM];
+        for (dimension, (&a, &b)) in first.iter().zip(second).enumerate() {
+            let tile = block * 2 + dimension / TILE;
+            let at = ((tile * TILE + row) * TILE + dimension % TILE) * 2;
+            values[at] = a;
+            values[at + 1] = b;
+        }
+    }
+}
+
+/// Scores of query block `query_block` against every key block, into
+/// `scratch.scores` (`[16, rows16]`).
+///
+/// # Safety
+/// AMX must be available and the tiles configured ([`configure_tiles`]);
+/// the scratch buffers must be sized by [`attention`] for a text of
+/// `rows16` padded rows.
+#[cfg(target_arch = "x86_64")]
+unsafe fn head_scores(scratch: &mut AttentionScratch, query_block: usize, rows16: usize, hidden: usize, head: usize) {
+    use std::arch::asm;
+    let rows = scratch.rows.as_slice();
+    let keys = scratch.keys.as_slice();
+    let scores = scratch.scores.as_mut_slice();
+    let width = 3 * hidden;
+    assert!(rows.len() >= rows16 * width && keys.len() >= rows16 * HEAD_DIM && scores.len() >= TILE * rows16);
+    assert!((head + 1) * HEAD_DIM <= hidden);
+    // SAFETY: tmm0 reads 16 rows of 64 bytes, rows query_block·16.. (<
+    // rows16) at column head·32 (+32 ≤ hidden) with stride 3·hidden: inside
+    // `rows`.
+    unsafe {
+        asm!(
+            "tileloadd tmm0, [{q} + {s}*1]",
+            q = in(reg) rows.as_ptr().add(query_block * TILE * width + head * HEAD_DIM),
+            s = in(reg) width * 2,
+            options(nostack, readonly),
+        );
+    }
+    for key_block in 0..rows16 / TILE {
+        // SAFETY: key tile `key_block` is 1 KiB inside `keys`; the result
+        // goes to columns key_block·16.. of the 16 score rows (stride
+        // rows16), inside `scores`.
+        unsafe {
+            asm!(
+                "tileloadd tmm1, [{k} + {sk}*1]",
+                "tilezero tmm4",
+                "tdpbf16ps tmm4, tmm0, tmm1",
+                "tilestored [{c} + {sc}*1], tmm4",
+                k = in(reg) keys.as_ptr().add(key_block * TILE * HEAD_DIM),
+                sk = in(reg) 64_usize,
+                c = in(reg) scores.as_mut_ptr().add(key_block * TILE),
+                sc = in(reg) rows16 * 4,
+                options(nostack),
+            );
+        }
+    }
+}
+
+/// `block[16, 32] = probabilities[16, rows32] · values`.
+///
+/// # Safety
+/// As [`head_scores`], for `rows32` padded rows.
+#[cfg(target_arch = "x86_64")]
+unsafe fn head_context(scratch: &mut AttentionScratch, rows32: usize) {
+    use std::arch::asm;
+    let probabilities = scratch.probabilities.as_slice();
+    let values = scratch.values.as_slice();
+    let block = scratch.block.as_mut_slice();
+    assert!(
+        probabilities.len() >= TILE * rows32 && values.len() >= rows32 * HEAD_DIM && block.len() >= TILE * HEAD_DIM
+    );
+    // SAFETY: zeroing touches no memory.
+    unsafe { asm!("tilezero tmm4", "tilezero tmm5", options(nostack, nomem)) };
+    for value_block in 0..rows32 / BLOCK {
+        // SAFETY: the probability tile is 16 rows of 64 bytes at column
+        // value_block·32 (< rows32) with stride rows32·2 bytes; the two
+        // value tiles are 1 KiB each at tiles 2·value_block (+1) — all
+        // inside their buffers.
+        unsafe {
+            asm!(
+                "tileloadd tmm1, [{p} + {sp}*1]",
+                "tileloadd tmm2, [{v0} + {sv}*1]",
+                "tileloadd tmm3, [{v1} + {sv}*1]",
+                "tdpbf16ps tmm4, tmm1, tmm2",
+                "tdpbf16ps tmm5, tmm1, tmm3",
+                p = in(reg) probabilities.as_ptr().add(value_block * BLOCK),
+                sp = in(reg) rows32 * 2,
+                v0 = in(reg) values.as_ptr().add(value_block * 2 * TILE * DEPTH),
+                v1 = in(reg) values.as_ptr().add((value_block * 2 + 1) * TILE * DEPTH),
+                sv = in(reg) 64_usize,
+                options(nostack, readonly),
+            );
+        }
+    }
+    // SAFETY: two 16×16 f32 tiles into the 16×32 block (stride 128 bytes).
+    unsafe {
+        asm!(
+            "tilestored [{c0} + {s}*1], tmm4",
+            "tilestored [{c1} + {s}*1], tmm5",
+            c0 = in(reg) block.as_mut_ptr(),
+            c1 = in(reg) block.as_mut_ptr().add(TILE),
+            s = in(reg) HEAD_DIM * 4,
+            options(nostack),
+        );
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn head_scores(_: &mut AttentionScratch, _: usize, _: usize, _: usize, _: usize) {
+    unreachable!("AMX is never available off x86_64")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn head_context(_: &mut AttentionScratch, _: usize) {
+    unreachable!("AMX is never available off x86_64")
+}
+
+/// Softmax of `rows` score rows (the first `length` of each row of width
+/// `stride`) after multiplying by `scale`, written as bf16 rows of width
+/// `out_stride` (columns from `length` on are left as they are: zero).
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx512dq+avx512bw", "x86_64+avx2+fma"))]
+fn softmax_to_bf16(
+    scores: &mut [f32],
+    stride: usize,
+    rows: usize,
+    length: usize,
+    scale: f32,
+    out: &mut [u16],
+    out_stride: usize,
+) {
+    // Independent lane accumulators: a single running max or sum would
+    // keep these loops from vectorising.
+    const LANES: usize = 16;
+    for r in 0..rows {
+        let row = &mut scores[r * stride..r * stride + length];
+        let mut lanes = [f32::NEG_INFINITY; LANES];
+        let mut chunks = row.chunks_exact(LANES);
+        for chunk in &mut chunks {
+            for (lane, &v) in lanes.iter_mut().zip(chunk) {
+                *lane = if v > *lane { v } else { *lane };
+            }
+        }
+        let max = chunks.remainder().iter().chain(&lanes).fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+        let mut sums = [0.0_f32; LANES];
+        let mut chunks = row.chunks_exact_mut(LANES);
+        for chunk in &mut chunks {
+            for (sum, value) in sums.iter_mut().zip(chunk.iter_mut()) {
+                *value = crate::kernels::fast_exp((*value - max) * scale);
+                *sum += *value;
+            }
+        }
+        let mut tail = 0.0_f32;
+        for value in chunks.into_remainder() {
+            *value = crate::kernels::fast_exp((*value - max) * scale);
+            tail += *value;
+        }
+        let inv = 1.0 / (tail + sums.iter().sum::<f32>());
+        for (to, &value) in out[r * out_stride..r * out_stride + length].iter_mut().zip(row.iter()) {
+            let bits = (value * inv).to_bits();
+            *to = ((bits + 0x7fff + ((bits >> 16) & 1)) >> 16) as u16;
+        }
+    }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -421,6 +751,53 @@ mod tests {
         let mut out = vec![f32::NAN; rows * w.n()];
         matmul(buffer.as_slice(), rows, w, &mut out, threads);
         out
+    }
+
+    /// Attention in f64 on the bf16-rounded queries, keys and values.
+    fn attention_reference(qkv: &[f32], length: usize, heads: usize, scale: f32) -> Vec<f32> {
+        let hidden = heads * HEAD_DIM;
+        let round = |v: f32| f64::from(from_bf16(to_bf16(v)));
+        let mut out = vec![0.0; length * hidden];
+        for head in 0..heads {
+            for i in 0..length {
+                let q = |d: usize| round(qkv[i * 3 * hidden + head * HEAD_DIM + d]);
+                let scores: Vec<f64> = (0..length)
+                    .map(|j| {
+                        (0..HEAD_DIM)
+                            .map(|d| q(d) * round(qkv[j * 3 * hidden + hidden + head * HEAD_DIM + d]))
+                            .sum::<f64>()
+                            * f64::from(scale)
+                    })
+                    .collect();
+                let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+                let sum: f64 = weights.iter().sum();
+                for d in 0..HEAD_DIM {
+                    let value: f64 = (0..length)
+                        .map(|j| weights[j] / sum * round(qkv[j * 3 * hidden + 2 * hidden + head * HEAD_DIM + d]))
+                        .sum();
+                    out[i * hidden + head * HEAD_DIM + d] = value as f32;
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn amx_attention_matches_a_scalar_reference() {
+        assert!(available(), "this CPU or OS lacks AMX, so the AMX kernel cannot be tested here");
+        let mut scratch = AttentionScratch::default();
+        for (length, heads) in [(1, 1), (5, 2), (16, 1), (17, 3), (33, 2), (70, 12)] {
+            let hidden = heads * HEAD_DIM;
+            let qkv: Vec<f32> = pseudo_random(length * 3 * hidden, length as u32).iter().map(|v| v * 3.0).collect();
+            let mut out = vec![f32::NAN; length * hidden];
+            attention(&qkv, length, heads, 0.25, &mut out, &mut scratch);
+            let want = attention_reference(&qkv, length, heads, 0.25);
+            for (index, (g, e)) in out.iter().zip(&want).enumerate() {
+                // The probabilities are rounded to bf16 (relative 2^-9).
+                assert!((g - e).abs() <= 8e-3, "length {length}, heads {heads}, at {index}: {g} vs {e}");
+            }
+        }
     }
 
     #[test]

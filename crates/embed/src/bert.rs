@@ -87,6 +87,8 @@ pub struct Bert {
     vocab: usize,
     max_positions: usize,
     eps: f32,
+    /// Attention runs on the AMX unit (set with the bf16 weights).
+    amx_attention: bool,
 }
 
 fn values(vb: &Scope, shape: &[usize], name: &str) -> EmbedResult<Vec<f32>> {
@@ -167,6 +169,7 @@ impl Bert {
             vocab: config.vocab_size,
             max_positions: config.max_position_embeddings,
             eps: config.layer_norm_eps as f32,
+            amx_attention: false,
         })
     }
 
@@ -191,6 +194,7 @@ impl Bert {
                 dense.weight = Vec::new();
             }
         }
+        self.amx_attention = self.hidden / self.heads == amx::HEAD_DIM;
     }
 
     /// Hidden width.
@@ -250,8 +254,22 @@ impl Bert {
             Self::residual_norm(&mut scratch, &x, &layer.attention_output.bias, &layer.attention_norm, h, self.eps);
             std::mem::swap(&mut x, &mut scratch);
 
-            self.dense_then(&x, tokens, &layer.intermediate, &mut inner, threads, Activation::Gelu, &mut staged);
-            self.dense(&inner, tokens, &layer.output, &mut scratch, threads, &mut staged);
+            if let Some(output) = &layer.output.bf16 {
+                // AMX: GELU writes the bf16 input of the next multiply
+                // directly (no f32 pass and no separate rounding pass).
+                self.dense(&x, tokens, &layer.intermediate, &mut inner, threads, &mut staged);
+                let stride = output.input_stride();
+                staged.reset(amx::padded_rows(tokens) * stride);
+                staged
+                    .as_mut_slice()
+                    .par_chunks_mut(64 * stride)
+                    .zip(inner.par_chunks(64 * intermediate))
+                    .for_each(|(to, from)| amx::bias_gelu_to_bf16(from, &layer.intermediate.bias, to, stride));
+                amx::matmul(staged.as_slice(), tokens, output, &mut scratch, threads);
+            } else {
+                self.dense_then(&x, tokens, &layer.intermediate, &mut inner, threads, Activation::Gelu, &mut staged);
+                self.dense(&inner, tokens, &layer.output, &mut scratch, threads, &mut staged);
+            }
             Self::residual_norm(&mut scratch, &x, &layer.output.bias, &layer.output_norm, h, self.eps);
             std::mem::swap(&mut x, &mut scratch);
         }
@@ -321,8 +339,8 @@ impl Bert {
         if let Some(bf16) = &layer.bf16 {
             let stride = bf16.input_stride();
             staged.reset(amx::padded_rows(tokens) * stride);
-            // Padding rows keep whatever they hold: their results are never
-            // read. (They hold finite values: zeros or earlier bf16 inputs.)
+            // Padding rows keep whatever they hold: rows of a product are
+            // independent, and the padding rows' results are never read.
             staged
                 .as_mut_slice()
                 .par_chunks_mut(64 * stride)
@@ -361,6 +379,16 @@ impl Bert {
             let (head, tail) = rest.split_at_mut(length * h);
             slices.push(head);
             rest = tail;
+        }
+        if self.amx_attention {
+            slices.into_par_iter().zip(lengths.par_iter().zip(offsets.par_iter())).for_each_init(
+                amx::AttentionScratch::default,
+                |scratch, (out, (&length, &offset))| {
+                    let rows = &qkv[offset * 3 * h..(offset + length) * 3 * h];
+                    amx::attention(rows, length, self.heads, scale, out, scratch);
+                },
+            );
+            return;
         }
         slices.into_par_iter().zip(lengths.par_iter().zip(offsets.par_iter())).for_each(|(out, (&length, &offset))| {
             let mut scores = vec![0.0_f32; length * length];
