@@ -132,7 +132,7 @@ pub fn rss_child(models: &Path, shared: &Path, n: usize, int8: bool) -> Result<V
 pub fn run(models: &Path, shared: &Path, chunks_n: usize, rss_chunks: usize) -> Result<(Value, Value)> {
     let chunks = prose_chunks(shared, chunks_n)?;
     let mean_chars = chunks.iter().map(|c| c.chars().count()).sum::<usize>() as f64 / chunks.len() as f64;
-    let minilm = MiniLm::load(&minilm_dir(models))?;
+    let minilm = MiniLm::load_with(&minilm_dir(models), Precision::F32)?;
     let token_counts: Vec<usize> =
         minilm.tokenize(&chunks.iter().map(String::as_str).collect::<Vec<_>>()).iter().map(Vec::len).collect();
     let mean_tokens = token_counts.iter().sum::<usize>() as f64 / token_counts.len() as f64;

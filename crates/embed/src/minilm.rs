@@ -42,9 +42,18 @@ pub enum Precision {
     /// as fast, vectors within cosine ~0.99 of f32. A distinct model id, so
     /// its vectors are never compared with f32 ones.
     Int8,
-    /// bf16 dense layers on the AMX tile unit (f32 accumulation, attention
-    /// and elementwise work in f32). Needs AMX.
+    /// bf16 products on the AMX tile unit (dense layers and attention; f32
+    /// accumulation, softmax, layer norm and GELU in f32): vectors within
+    /// cosine 0.9999 of f32, so they share its model id. Needs AMX.
     Bf16,
+}
+
+impl Precision {
+    /// The default: [`Precision::Bf16`] where AMX is available, else
+    /// [`Precision::F32`]. Both give the same vectors (one model id).
+    pub fn for_this_cpu() -> Self {
+        if crate::amx::available() { Self::Bf16 } else { Self::F32 }
+    }
 }
 
 /// Model id of the int8 variant.
@@ -52,9 +61,9 @@ pub const MINILM_INT8_ID: &str = "all-MiniLM-L6-v2-int8";
 
 impl MiniLm {
     /// Loads the model from a folder holding model.safetensors,
-    /// tokenizer.json and config.json.
+    /// tokenizer.json and config.json, with [`Precision::for_this_cpu`].
     pub fn load(folder: &Path) -> EmbedResult<Self> {
-        Self::load_with(folder, Precision::F32)
+        Self::load_with(folder, Precision::for_this_cpu())
     }
 
     /// Loads the model with the given precision. Int8 needs AVX-512 VNNI.
