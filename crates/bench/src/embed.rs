@@ -118,14 +118,17 @@ pub fn peak_rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-/// Runs in a child process: embeds `n` chunks with MiniLM in batches and
-/// prints `{"peak_rss_mib": …, "chunks_per_s": …}`.
+/// Runs in a child process: embeds `n` chunks with the default MiniLM (or
+/// int8) in batches and prints `{"peak_rss_mib": …, "chunks_per_s": …}`.
 pub fn rss_child(models: &Path, shared: &Path, n: usize, int8: bool) -> Result<Value> {
     let chunks = prose_chunks(shared, n)?;
-    let precision = if int8 { Precision::Int8 } else { Precision::F32 };
+    // The default MiniLM (bf16 on AMX where the CPU has it, else f32).
+    let precision = if int8 { Precision::Int8 } else { Precision::for_this_cpu() };
     let model = MiniLm::load_with(&minilm_dir(models), precision)?;
     let rate = throughput(&model, &chunks, 256)?;
-    Ok(json!({"chunks": n, "chunks_per_s": rate, "peak_rss_mib": peak_rss_mib()}))
+    Ok(
+        json!({"chunks": n, "precision": format!("{precision:?}"), "chunks_per_s": rate, "peak_rss_mib": peak_rss_mib()}),
+    )
 }
 
 /// Runs the benchmark; returns (summary, samples).

@@ -120,6 +120,20 @@ pub fn convert_rows(src: &[f32], width: usize, dst: &mut [u16], stride: usize) {
     }
 }
 
+/// `dst = bf16(src + bias)` row by row (width `bias.len()`), into rows of
+/// stride `stride` (padding columns set to 0).
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx512dq+avx512bw", "x86_64+avx2+fma"))]
+pub fn bias_to_bf16(src: &[f32], bias: &[f32], dst: &mut [u16], stride: usize) {
+    let width = bias.len();
+    for (from, to) in src.chunks_exact(width).zip(dst.chunks_exact_mut(stride)) {
+        for ((d, &s), &b) in to.iter_mut().zip(from).zip(bias) {
+            let bits = (s + b).to_bits();
+            *d = ((bits + 0x7fff + ((bits >> 16) & 1)) >> 16) as u16;
+        }
+        to[width..].fill(0);
+    }
+}
+
 /// `dst = bf16(gelu(src + bias))` row by row (width `bias.len()`), into rows
 /// of stride `stride` (padding columns set to 0): the exact GELU of
 /// `kernels::bias_gelu`, rounded once for the next multiply.
@@ -418,9 +432,6 @@ pub const HEAD_DIM: usize = DEPTH;
 /// Buffers of [`attention`], reused from text to text.
 #[derive(Debug, Default)]
 pub struct AttentionScratch {
-    /// The text's `[query | key | value]` rows in bf16, `[rows padded to
-    /// 32, 3·hidden]` (padding rows zero); query tiles load from here.
-    rows: Bf16Buffer,
     /// One head's keys in B-tile layout: per block of 16 tokens, 16 rows of
     /// (token, dimension pair).
     keys: Bf16Buffer,
@@ -435,40 +446,47 @@ pub struct AttentionScratch {
     block: Aligned<f32>,
 }
 
+/// Rows [`attention`] reads for a text of `length` tokens: its length
+/// rounded up to 32 (the rows past the text may hold anything finite).
+pub fn attention_rows(length: usize) -> usize {
+    length.div_ceil(BLOCK) * BLOCK
+}
+
 /// Self-attention of one text of `length` tokens on the AMX unit:
-/// `out[i, head·32 + d] = Σ_j softmax_j(q_i·k_j · scale) · v_j[d]`, with
-/// `qkv` holding the text's rows `[query | key | value]` (width
-/// `3·heads·32`) and `out` its context rows (width `heads·32`). Scores and
-/// softmax are f32; queries, keys, values and probabilities are rounded to
-/// bf16 for the products.
+/// `out[i, head·32 + d] = Σ_j softmax_j(q_i·k_j · scale) · v_j[d]`.
+///
+/// `rows` holds the text's bf16 rows `[query | key | value]` (width
+/// `3·heads·32`), at least [`attention_rows`]`(length)` of them: the rows
+/// past the text (the next text's, or spare rows) are read by the tile
+/// loads but never reach the result, as long as they are finite. `out`
+/// receives the text's context rows in bf16 (width `heads·32`). Scores and
+/// softmax are f32, the probabilities rounded to bf16 for the product with
+/// the values.
 ///
 /// # Panics
 /// When AMX is not [`available`] or the shapes disagree.
 pub fn attention(
-    qkv: &[f32],
+    rows: &[u16],
     length: usize,
     heads: usize,
     scale: f32,
-    out: &mut [f32],
+    out: &mut [u16],
     scratch: &mut AttentionScratch,
 ) {
     assert!(available(), "AMX kernels called on a CPU or OS without AMX");
     let hidden = heads * HEAD_DIM;
-    assert_eq!(qkv.len(), length * 3 * hidden, "qkv shape");
+    let rows16 = length.div_ceil(TILE) * TILE;
+    let rows32 = attention_rows(length);
+    assert!(rows.len() >= rows32 * 3 * hidden, "attention needs the text's rows padded to 32");
     assert_eq!(out.len(), length * hidden, "output shape");
     if length == 0 {
         return;
     }
-    let rows16 = length.div_ceil(TILE) * TILE;
-    let rows32 = length.div_ceil(BLOCK) * BLOCK;
-    scratch.rows.reset(rows32 * 3 * hidden);
     scratch.keys.reset(rows16 * HEAD_DIM);
     scratch.values.reset(rows32 * HEAD_DIM);
     scratch.scores.reset(TILE * rows16);
     scratch.probabilities.reset(TILE * rows32);
     scratch.block.reset(TILE * HEAD_DIM);
-    scratch.rows.as_mut_slice()[length * 3 * hidden..].fill(0);
-    convert_rows(qkv, 3 * hidden, scratch.rows.as_mut_slice(), 3 * hidden);
     scratch.probabilities.as_mut_slice().fill(0);
     // The tile configuration holds for the whole text: the loops between
     // tile instructions (packing, softmax) use no tiles. Measured: loading
@@ -476,16 +494,16 @@ pub fn attention(
     // SAFETY: `available()` holds.
     unsafe { configure_tiles() };
     for head in 0..heads {
-        pack_head(hidden, head, rows16, rows32, scratch);
+        pack_head(rows, hidden, head, rows16, rows32, scratch);
         for query_block in 0..rows16 / TILE {
-            // SAFETY: `available()` holds; the scratch buffers were sized
-            // above for this length.
-            unsafe { head_scores(scratch, query_block, rows16, hidden, head) };
-            let rows = TILE.min(length - query_block * TILE);
+            // SAFETY: `available()` holds, tiles are configured; the buffers
+            // were sized above for this length.
+            unsafe { head_scores(rows, scratch, query_block, rows16, hidden, head) };
+            let valid = TILE.min(length - query_block * TILE);
             softmax_to_bf16(
                 scratch.scores.as_mut_slice(),
                 rows16,
-                rows,
+                valid,
                 length,
                 scale,
                 scratch.probabilities.as_mut_slice(),
@@ -494,10 +512,14 @@ pub fn attention(
             // SAFETY: as above.
             unsafe { head_context(scratch, rows32) };
             let block = scratch.block.as_slice();
-            for r in 0..rows {
+            for r in 0..valid {
                 let row = query_block * TILE + r;
-                out[row * hidden + head * HEAD_DIM..row * hidden + (head + 1) * HEAD_DIM]
-                    .copy_from_slice(&block[r * HEAD_DIM..(r + 1) * HEAD_DIM]);
+                convert_rows(
+                    &block[r * HEAD_DIM..(r + 1) * HEAD_DIM],
+                    HEAD_DIM,
+                    &mut out[row * hidden + head * HEAD_DIM..row * hidden + (head + 1) * HEAD_DIM],
+                    HEAD_DIM,
+                );
             }
         }
     }
@@ -506,20 +528,18 @@ pub fn attention(
 }
 
 /// Copies one head's keys and values from the bf16 rows into their B-tile
-/// layouts (pairs of bf16 moved as one `u32`).
-fn pack_head(hidden: usize, head: usize, rows16: usize, rows32: usize, scratch: &mut AttentionScratch) {
+/// layouts.
+fn pack_head(rows: &[u16], hidden: usize, head: usize, rows16: usize, rows32: usize, scratch: &mut AttentionScratch) {
     let width = 3 * hidden;
-    let rows = scratch.rows.as_slice();
-    let pair =
-        |token: usize, column: usize| -> [u16; 2] { [rows[token * width + column], rows[token * width + column + 1]] };
     // Keys: per block of 16 tokens, row = dimension pair, column = token.
     let keys = scratch.keys.as_mut_slice();
     let key_base = hidden + head * HEAD_DIM;
     for token in 0..rows16 {
         let (block, column) = (token / TILE, token % TILE);
-        for dimension_pair in 0..HEAD_DIM / 2 {
+        let key = &rows[token * width + key_base..token * width + key_base + HEAD_DIM];
+        for (dimension_pair, values) in key.chunks_exact(2).enumerate() {
             let at = ((block * TILE + dimension_pair) * TILE + column) * 2;
-            keys[at..at + 2].copy_from_slice(&pair(token, key_base + 2 * dimension_pair));
+            keys[at..at + 2].copy_from_slice(values);
         }
     }
     // Values: per block of 32 tokens, two tiles (dimensions 0–15, 16–31);
@@ -548,9 +568,15 @@ fn pack_head(hidden: usize, head: usize, rows16: usize, rows32: usize, scratch: 
 /// the scratch buffers must be sized by [`attention`] for a text of
 /// `rows16` padded rows.
 #[cfg(target_arch = "x86_64")]
-unsafe fn head_scores(scratch: &mut AttentionScratch, query_block: usize, rows16: usize, hidden: usize, head: usize) {
+unsafe fn head_scores(
+    rows: &[u16],
+    scratch: &mut AttentionScratch,
+    query_block: usize,
+    rows16: usize,
+    hidden: usize,
+    head: usize,
+) {
     use std::arch::asm;
-    let rows = scratch.rows.as_slice();
     let keys = scratch.keys.as_slice();
     let scores = scratch.scores.as_mut_slice();
     let width = 3 * hidden;
@@ -637,7 +663,7 @@ unsafe fn head_context(scratch: &mut AttentionScratch, rows32: usize) {
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn head_scores(_: &mut AttentionScratch, _: usize, _: usize, _: usize, _: usize) {
+unsafe fn head_scores(_: &[u16], _: &mut AttentionScratch, _: usize, _: usize, _: usize, _: usize) {
     unreachable!("AMX is never available off x86_64")
 }
 
@@ -790,12 +816,23 @@ mod tests {
         for (length, heads) in [(1, 1), (5, 2), (16, 1), (17, 3), (33, 2), (70, 12)] {
             let hidden = heads * HEAD_DIM;
             let qkv: Vec<f32> = pseudo_random(length * 3 * hidden, length as u32).iter().map(|v| v * 3.0).collect();
-            let mut out = vec![f32::NAN; length * hidden];
-            attention(&qkv, length, heads, 0.25, &mut out, &mut scratch);
+            // The rows past the text hold other values (the next text's):
+            // they must not reach the result.
+            let padded = attention_rows(length);
+            let mut rows: Vec<u16> =
+                pseudo_random(padded * 3 * hidden, 99).iter().map(|&v| to_bf16(v * 50.0)).collect();
+            convert_rows(&qkv, 3 * hidden, &mut rows, 3 * hidden);
+            let mut out = vec![0_u16; length * hidden];
+            attention(&rows, length, heads, 0.25, &mut out, &mut scratch);
             let want = attention_reference(&qkv, length, heads, 0.25);
-            for (index, (g, e)) in out.iter().zip(&want).enumerate() {
-                // The probabilities are rounded to bf16 (relative 2^-9).
-                assert!((g - e).abs() <= 8e-3, "length {length}, heads {heads}, at {index}: {g} vs {e}");
+            for (index, (&g, e)) in out.iter().zip(&want).enumerate() {
+                // The probabilities and the output are rounded to bf16
+                // (relative 2^-9 each).
+                let g = from_bf16(g);
+                assert!(
+                    (g - e).abs() <= 8e-3 + e.abs() / 256.0,
+                    "length {length}, heads {heads}, at {index}: {g} vs {e}"
+                );
             }
         }
     }

@@ -12,6 +12,8 @@
 //! Pooling here is the mean over each text's tokens; normalisation is the
 //! caller's.
 
+use std::sync::Mutex;
+
 use rayon::prelude::*;
 use serde::Deserialize;
 
@@ -87,8 +89,26 @@ pub struct Bert {
     vocab: usize,
     max_positions: usize,
     eps: f32,
-    /// Attention runs on the AMX unit (set with the bf16 weights).
-    amx_attention: bool,
+    /// Every product runs on the AMX unit (set with the bf16 weights).
+    amx: bool,
+    /// Buffers of the AMX path, kept from pass to pass: allocating ~15 KB
+    /// per token afresh for every pass cost page faults worth a few percent
+    /// of the time. A pass that finds them in use allocates its own.
+    workspace: Mutex<AmxWorkspace>,
+}
+
+/// The AMX path's buffers: f32 results of the multiplies and bf16 inputs of
+/// the next ones (written by the step before, never by a separate pass).
+#[derive(Default)]
+struct AmxWorkspace {
+    x: Vec<f32>,
+    qkv: Vec<f32>,
+    scratch: Vec<f32>,
+    inner: Vec<f32>,
+    x16: amx::Bf16Buffer,
+    qkv16: amx::Bf16Buffer,
+    context16: amx::Bf16Buffer,
+    inner16: amx::Bf16Buffer,
 }
 
 fn values(vb: &Scope, shape: &[usize], name: &str) -> EmbedResult<Vec<f32>> {
@@ -105,6 +125,12 @@ fn dense_parts(vb: &Scope, inputs: usize, outputs: usize) -> EmbedResult<(Vec<f3
 fn dense(vb: &Scope, inputs: usize, outputs: usize) -> EmbedResult<Dense> {
     let (weight, bias) = dense_parts(vb, inputs, outputs)?;
     Ok(Dense { weight, int8: None, bf16: None, bias, inputs, outputs })
+}
+
+/// A dense layer's AMX weights (the AMX path runs only after
+/// [`Bert::pack_bf16`] packed every layer).
+fn packed(dense: &Dense) -> &Bf16Matrix {
+    dense.bf16.as_ref().expect("pack_bf16 packed every dense layer")
 }
 
 fn norm(vb: &Scope, size: usize) -> EmbedResult<Norm> {
@@ -169,7 +195,8 @@ impl Bert {
             vocab: config.vocab_size,
             max_positions: config.max_position_embeddings,
             eps: config.layer_norm_eps as f32,
-            amx_attention: false,
+            amx: false,
+            workspace: Mutex::new(AmxWorkspace::default()),
         })
     }
 
@@ -185,16 +212,28 @@ impl Bert {
     }
 
     /// Rounds every dense layer's weights to bf16 in the AMX tile layout
-    /// (f32 accumulation); frees the f32 weights. The caller checks
+    /// (f32 accumulation); frees the f32 weights. From then on the forward
+    /// pass runs every product on the AMX unit. The caller checks
     /// [`amx::available`] first.
-    pub fn pack_bf16(&mut self) {
+    ///
+    /// # Errors
+    /// When a head is not [`amx::HEAD_DIM`] wide (true of MiniLM).
+    pub fn pack_bf16(&mut self) -> EmbedResult<()> {
+        if self.hidden / self.heads != amx::HEAD_DIM {
+            return Err(EmbedError::ModelInvalid(format!(
+                "the AMX path needs attention heads of {} dimensions, not {}",
+                amx::HEAD_DIM,
+                self.hidden / self.heads
+            )));
+        }
         for layer in &mut self.layers {
             for dense in [&mut layer.qkv, &mut layer.attention_output, &mut layer.intermediate, &mut layer.output] {
                 dense.bf16 = Some(Bf16Matrix::pack(&dense.weight, dense.inputs, dense.outputs));
                 dense.weight = Vec::new();
             }
         }
-        self.amx_attention = self.hidden / self.heads == amx::HEAD_DIM;
+        self.amx = true;
+        Ok(())
     }
 
     /// Hidden width.
@@ -221,8 +260,51 @@ impl Bert {
             start += length;
         }
 
+        if self.amx {
+            // A pass that finds the buffers in use (a concurrent caller)
+            // works in its own.
+            let mut fresh = AmxWorkspace::default();
+            let mut guard = self.workspace.try_lock().ok();
+            let workspace = guard.as_deref_mut().unwrap_or(&mut fresh);
+            let mut x = std::mem::take(&mut workspace.x);
+            x.resize(tokens * h, 0.0);
+            self.embed_tokens(rows, &lengths, &offsets, &mut x);
+            self.encode_amx(&mut x, tokens, &lengths, &offsets, workspace);
+            let pooled = Self::mean_pool(&x, &lengths, &offsets, h);
+            workspace.x = x;
+            return pooled;
+        }
         let mut x = vec![0.0_f32; tokens * h];
-        for ((row, &length), &offset) in rows.iter().zip(&lengths).zip(&offsets) {
+        self.embed_tokens(rows, &lengths, &offsets, &mut x);
+
+        let threads = rayon::current_num_threads();
+        let intermediate = self.layers.first().map_or(0, |layer| layer.intermediate.outputs);
+        let mut qkv = vec![0.0_f32; tokens * 3 * h];
+        let mut context = vec![0.0_f32; tokens * h];
+        let mut scratch = vec![0.0_f32; tokens * h];
+        let mut inner = vec![0.0_f32; tokens * intermediate];
+        for layer in &self.layers {
+            self.dense_then(&x, tokens, &layer.qkv, &mut qkv, threads, Activation::None);
+            self.attention(&qkv, &lengths, &offsets, &mut context);
+
+            self.dense(&context, tokens, &layer.attention_output, &mut scratch, threads);
+            Self::residual_norm(&mut scratch, &x, &layer.attention_output.bias, &layer.attention_norm, h, self.eps);
+            std::mem::swap(&mut x, &mut scratch);
+
+            self.dense_then(&x, tokens, &layer.intermediate, &mut inner, threads, Activation::Gelu);
+            self.dense(&inner, tokens, &layer.output, &mut scratch, threads);
+            Self::residual_norm(&mut scratch, &x, &layer.output.bias, &layer.output_norm, h, self.eps);
+            std::mem::swap(&mut x, &mut scratch);
+        }
+
+        Self::mean_pool(&x, &lengths, &offsets, h)
+    }
+
+    /// The embedding layer: word + position + token-type rows, layer-normed,
+    /// into `x` (`[tokens, hidden]`).
+    fn embed_tokens(&self, rows: &[&[u32]], lengths: &[usize], offsets: &[usize], x: &mut [f32]) {
+        let h = self.hidden;
+        for ((row, &length), &offset) in rows.iter().zip(lengths).zip(offsets) {
             for position in 0..length {
                 let id = row.get(position).map_or(0, |&id| (id as usize).min(self.vocab - 1));
                 let out = &mut x[(offset + position) * h..(offset + position + 1) * h];
@@ -237,46 +319,13 @@ impl Bert {
         x.par_chunks_mut(norm_rows).for_each(|chunk| {
             kernels::layer_norm(chunk, &self.embedding_norm.gamma, &self.embedding_norm.beta, self.eps)
         });
+    }
 
-        let threads = rayon::current_num_threads();
-        let intermediate = self.layers.first().map_or(0, |layer| layer.intermediate.outputs);
-        let mut qkv = vec![0.0_f32; tokens * 3 * h];
-        let mut context = vec![0.0_f32; tokens * h];
-        let mut scratch = vec![0.0_f32; tokens * h];
-        let mut inner = vec![0.0_f32; tokens * intermediate];
-        // bf16 copy of a dense layer's input (AMX path only).
-        let mut staged = amx::Bf16Buffer::default();
-        for layer in &self.layers {
-            self.dense_then(&x, tokens, &layer.qkv, &mut qkv, threads, Activation::None, &mut staged);
-            self.attention(&qkv, &lengths, &offsets, &mut context);
-
-            self.dense(&context, tokens, &layer.attention_output, &mut scratch, threads, &mut staged);
-            Self::residual_norm(&mut scratch, &x, &layer.attention_output.bias, &layer.attention_norm, h, self.eps);
-            std::mem::swap(&mut x, &mut scratch);
-
-            if let Some(output) = &layer.output.bf16 {
-                // AMX: GELU writes the bf16 input of the next multiply
-                // directly (no f32 pass and no separate rounding pass).
-                self.dense(&x, tokens, &layer.intermediate, &mut inner, threads, &mut staged);
-                let stride = output.input_stride();
-                staged.reset(amx::padded_rows(tokens) * stride);
-                staged
-                    .as_mut_slice()
-                    .par_chunks_mut(64 * stride)
-                    .zip(inner.par_chunks(64 * intermediate))
-                    .for_each(|(to, from)| amx::bias_gelu_to_bf16(from, &layer.intermediate.bias, to, stride));
-                amx::matmul(staged.as_slice(), tokens, output, &mut scratch, threads);
-            } else {
-                self.dense_then(&x, tokens, &layer.intermediate, &mut inner, threads, Activation::Gelu, &mut staged);
-                self.dense(&inner, tokens, &layer.output, &mut scratch, threads, &mut staged);
-            }
-            Self::residual_norm(&mut scratch, &x, &layer.output.bias, &layer.output_norm, h, self.eps);
-            std::mem::swap(&mut x, &mut scratch);
-        }
-
+    /// The mean of each text's rows.
+    fn mean_pool(x: &[f32], lengths: &[usize], offsets: &[usize], h: usize) -> Vec<Vec<f32>> {
         lengths
             .iter()
-            .zip(&offsets)
+            .zip(offsets)
             .map(|(&length, &offset)| {
                 let mut mean = vec![0.0_f32; h];
                 for token in x[offset * h..(offset + length) * h].chunks_exact(h) {
@@ -292,9 +341,110 @@ impl Bert {
             .collect()
     }
 
+    /// The encoder layers on the AMX unit. Each step writes the bf16 input
+    /// of the next multiply itself (bias, GELU, residual + layer norm), so
+    /// no separate rounding pass runs; attention reads bf16 rows and writes
+    /// bf16 context rows.
+    fn encode_amx(&self, x: &mut Vec<f32>, tokens: usize, lengths: &[usize], offsets: &[usize], ws: &mut AmxWorkspace) {
+        let h = self.hidden;
+        let threads = rayon::current_num_threads();
+        let Some(first) = self.layers.first() else { return };
+        let inter = first.intermediate.outputs;
+        let (h_stride, inner_stride) = (packed(&first.qkv).input_stride(), packed(&first.output).input_stride());
+        let padded = amx::padded_rows(tokens);
+        ws.qkv.resize(tokens * 3 * h, 0.0);
+        ws.scratch.resize(tokens * h, 0.0);
+        ws.inner.resize(tokens * inter, 0.0);
+        ws.x16.reset(padded * h_stride);
+        // Attention reads each text's rows up to its length rounded to 32,
+        // so the last text needs spare rows (finite: zeros or old values).
+        ws.qkv16.reset((padded + 32) * 3 * h);
+        ws.context16.reset(padded * h_stride);
+        ws.inner16.reset(padded * inner_stride);
+        let rows = 64;
+        ws.x16.as_mut_slice().par_chunks_mut(rows * h_stride).zip(x.par_chunks(rows * h)).for_each(|(to, from)| {
+            amx::convert_rows(from, h, to, h_stride);
+        });
+        let scale = 1.0 / (amx::HEAD_DIM as f32).sqrt();
+        for layer in &self.layers {
+            amx::matmul(ws.x16.as_slice(), tokens, packed(&layer.qkv), &mut ws.qkv, threads);
+            ws.qkv16
+                .as_mut_slice()
+                .par_chunks_mut(rows * 3 * h)
+                .zip(ws.qkv.par_chunks(rows * 3 * h))
+                .for_each(|(to, from)| amx::bias_to_bf16(from, &layer.qkv.bias, to, 3 * h));
+            {
+                let qkv16 = ws.qkv16.as_slice();
+                let mut slices: Vec<&mut [u16]> = Vec::with_capacity(lengths.len());
+                let mut rest = &mut ws.context16.as_mut_slice()[..tokens * h];
+                for &length in lengths {
+                    let (head, tail) = rest.split_at_mut(length * h);
+                    slices.push(head);
+                    rest = tail;
+                }
+                slices.into_par_iter().zip(lengths.par_iter().zip(offsets.par_iter())).for_each_init(
+                    amx::AttentionScratch::default,
+                    |scratch, (out, (&length, &offset))| {
+                        let text = &qkv16[offset * 3 * h..(offset + amx::attention_rows(length)) * 3 * h];
+                        amx::attention(text, length, self.heads, scale, out, scratch);
+                    },
+                );
+            }
+            amx::matmul(ws.context16.as_slice(), tokens, packed(&layer.attention_output), &mut ws.scratch, threads);
+            Self::residual_norm_to_bf16(
+                &mut ws.scratch,
+                x,
+                &layer.attention_output.bias,
+                &layer.attention_norm,
+                (h, self.eps),
+                ws.x16.as_mut_slice(),
+                h_stride,
+            );
+            std::mem::swap(x, &mut ws.scratch);
+
+            amx::matmul(ws.x16.as_slice(), tokens, packed(&layer.intermediate), &mut ws.inner, threads);
+            ws.inner16
+                .as_mut_slice()
+                .par_chunks_mut(rows * inner_stride)
+                .zip(ws.inner.par_chunks(rows * inter))
+                .for_each(|(to, from)| amx::bias_gelu_to_bf16(from, &layer.intermediate.bias, to, inner_stride));
+            amx::matmul(ws.inner16.as_slice(), tokens, packed(&layer.output), &mut ws.scratch, threads);
+            Self::residual_norm_to_bf16(
+                &mut ws.scratch,
+                x,
+                &layer.output.bias,
+                &layer.output_norm,
+                (h, self.eps),
+                ws.x16.as_mut_slice(),
+                h_stride,
+            );
+            std::mem::swap(x, &mut ws.scratch);
+        }
+    }
+
+    /// [`Self::residual_norm`], also writing the result in bf16 into
+    /// `staged` (rows of stride `stride`) while it is in cache.
+    fn residual_norm_to_bf16(
+        x: &mut [f32],
+        residual: &[f32],
+        bias: &[f32],
+        norm: &Norm,
+        (h, eps): (usize, f32),
+        staged: &mut [u16],
+        stride: usize,
+    ) {
+        let rows = 64;
+        x.par_chunks_mut(rows * h)
+            .zip(residual.par_chunks(rows * h))
+            .zip(staged.par_chunks_mut(rows * stride))
+            .for_each(|((chunk, res), to)| {
+                kernels::add_bias_residual_norm(chunk, res, bias, &norm.gamma, &norm.beta, eps);
+                amx::convert_rows(chunk, h, to, stride);
+            });
+    }
+
     /// `out = activation(input · weight + bias)`; the int8 path does the
     /// bias and activation while each row is still in cache.
-    #[allow(clippy::too_many_arguments)]
     fn dense_then(
         &self,
         input: &[f32],
@@ -303,7 +453,6 @@ impl Bert {
         out: &mut [f32],
         threads: usize,
         act: Activation,
-        staged: &mut amx::Bf16Buffer,
     ) {
         if let Some(int8) = &layer.int8 {
             let epilogue = match act {
@@ -313,7 +462,7 @@ impl Bert {
             kernels::int8_matmul_then(input, tokens, int8, out, threads, epilogue);
             return;
         }
-        self.dense(input, tokens, layer, out, threads, staged);
+        self.dense(input, tokens, layer, out, threads);
         let width = layer.outputs;
         match act {
             Activation::None => out.par_chunks_mut(64 * width).for_each(|chunk| kernels::add_bias(chunk, &layer.bias)),
@@ -322,31 +471,9 @@ impl Bert {
     }
 
     /// `out[tokens, outputs] = input[tokens, inputs] · weight` (bias added by the caller).
-    /// The AMX path first rounds the input to bf16 in `staged`.
-    fn dense(
-        &self,
-        input: &[f32],
-        tokens: usize,
-        layer: &Dense,
-        out: &mut [f32],
-        threads: usize,
-        staged: &mut amx::Bf16Buffer,
-    ) {
+    fn dense(&self, input: &[f32], tokens: usize, layer: &Dense, out: &mut [f32], threads: usize) {
         if let Some(int8) = &layer.int8 {
             kernels::int8_matmul(input, tokens, int8, out, threads);
-            return;
-        }
-        if let Some(bf16) = &layer.bf16 {
-            let stride = bf16.input_stride();
-            staged.reset(amx::padded_rows(tokens) * stride);
-            // Padding rows keep whatever they hold: rows of a product are
-            // independent, and the padding rows' results are never read.
-            staged
-                .as_mut_slice()
-                .par_chunks_mut(64 * stride)
-                .zip(input.par_chunks(64 * layer.inputs))
-                .for_each(|(to, from)| amx::convert_rows(from, layer.inputs, to, stride));
-            amx::matmul(staged.as_slice(), tokens, bf16, out, threads);
             return;
         }
         matmul(
@@ -379,16 +506,6 @@ impl Bert {
             let (head, tail) = rest.split_at_mut(length * h);
             slices.push(head);
             rest = tail;
-        }
-        if self.amx_attention {
-            slices.into_par_iter().zip(lengths.par_iter().zip(offsets.par_iter())).for_each_init(
-                amx::AttentionScratch::default,
-                |scratch, (out, (&length, &offset))| {
-                    let rows = &qkv[offset * 3 * h..(offset + length) * 3 * h];
-                    amx::attention(rows, length, self.heads, scale, out, scratch);
-                },
-            );
-            return;
         }
         slices.into_par_iter().zip(lengths.par_iter().zip(offsets.par_iter())).for_each(|(out, (&length, &offset))| {
             let mut scores = vec![0.0_f32; length * length];

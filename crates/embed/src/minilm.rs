@@ -89,7 +89,7 @@ impl MiniLm {
         match precision {
             Precision::F32 => {}
             Precision::Int8 => bert.quantize_int8(),
-            Precision::Bf16 => bert.pack_bf16(),
+            Precision::Bf16 => bert.pack_bf16()?,
         }
         let tokenizer = WordPiece::from_tokenizer_json(&folder.join("tokenizer.json"))?;
         let max_tokens = MAX_TOKENS.min(bert.max_positions());
