@@ -267,27 +267,114 @@ pub fn padded_rows(rows: usize) -> usize {
 /// # Panics
 /// When AMX is not [`available`] or a buffer is too short.
 pub fn matmul(a: &[u16], rows: usize, w: &Bf16Matrix, out: &mut [f32], threads: usize) {
+    matmul_then(a, rows, w, out, threads, Epilogue::None, &mut [], 0);
+}
+
+/// What [`matmul_then`] does with each block of 32 finished output rows
+/// while they are still in cache: the f32 results of a 4,096-token pass
+/// (up to 25 MB) would otherwise go out to memory and come back.
+#[derive(Debug, Clone, Copy)]
+pub enum Epilogue<'a> {
+    /// Nothing: the f32 result stays in `out`.
+    None,
+    /// `staged = bf16(out + bias)`.
+    Bias(&'a [f32]),
+    /// `staged = bf16(gelu(out + bias))` (the exact GELU).
+    BiasGelu(&'a [f32]),
+    /// `out = layer_norm(out + residual + bias)` and `staged = bf16(out)`;
+    /// `residual` has the rows and width of `out`.
+    ResidualNorm {
+        /// Added before the norm.
+        residual: &'a [f32],
+        /// Added before the norm.
+        bias: &'a [f32],
+        /// Norm scale.
+        gamma: &'a [f32],
+        /// Norm shift.
+        beta: &'a [f32],
+        /// Norm epsilon.
+        eps: f32,
+    },
+}
+
+impl Epilogue<'_> {
+    /// Applies the epilogue to `rows` (output rows from `first` on, width
+    /// `width`), writing bf16 rows of stride `stride` into `staged`.
+    fn apply(self, rows: &mut [f32], width: usize, first: usize, staged: &mut [u16], stride: usize) {
+        match self {
+            Self::None => {}
+            Self::Bias(bias) => bias_to_bf16(rows, bias, staged, stride),
+            Self::BiasGelu(bias) => bias_gelu_to_bf16(rows, bias, staged, stride),
+            Self::ResidualNorm { residual, bias, gamma, beta, eps } => {
+                let residual = &residual[first * width..first * width + rows.len()];
+                crate::kernels::add_bias_residual_norm(rows, residual, bias, gamma, beta, eps);
+                convert_rows(rows, width, staged, stride);
+            }
+        }
+    }
+}
+
+/// [`matmul`], then `epilogue` on each block of finished rows, writing its
+/// bf16 rows (stride `stride`) into `staged`, which must hold `rows` rows
+/// (unused, and may be empty, for [`Epilogue::None`]).
+///
+/// # Panics
+/// As [`matmul`]; when `staged` is too short or a residual has the wrong
+/// shape.
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_then(
+    a: &[u16],
+    rows: usize,
+    w: &Bf16Matrix,
+    out: &mut [f32],
+    threads: usize,
+    epilogue: Epilogue<'_>,
+    staged: &mut [u16],
+    stride: usize,
+) {
     assert!(available(), "AMX kernels called on a CPU or OS without AMX");
     let (k_pad, n) = (w.k_pad, w.n);
     assert!(a.len() >= padded_rows(rows) * k_pad, "input buffer shorter than the padded rows");
     assert_eq!(out.len(), rows * n, "output shape");
+    let staged_rows = if matches!(epilogue, Epilogue::None) { 0 } else { rows };
+    assert!(staged.len() >= staged_rows * stride && (staged_rows == 0 || stride >= n), "staged buffer too short");
+    if let Epilogue::ResidualNorm { residual, .. } = epilogue {
+        assert_eq!(residual.len(), rows * n, "residual shape");
+    }
     if rows == 0 || n == 0 {
         return;
     }
     let blocks = padded_rows(rows) / BLOCK;
     let part_rows = blocks.div_ceil(threads.clamp(1, blocks)) * BLOCK;
-    let work = |(part, out_rows): (usize, &mut [f32])| {
-        let first = part * part_rows;
+    // One task per part: its output rows and its staged rows.
+    let mut tasks = Vec::with_capacity(blocks.div_ceil(part_rows / BLOCK));
+    let (mut out_rest, mut staged_rest) = (out, &mut staged[..staged_rows * stride]);
+    let mut first = 0;
+    while first < rows {
+        let count = part_rows.min(rows - first);
+        let (out_part, out_tail) = out_rest.split_at_mut(count * n);
+        let staged_count = if staged_rows == 0 { 0 } else { count * stride };
+        let (staged_part, staged_tail) = staged_rest.split_at_mut(staged_count);
+        tasks.push((first, out_part, staged_part));
+        (out_rest, staged_rest) = (out_tail, staged_tail);
+        first += count;
+    }
+    let work = |(first, out_rows, staged_part): (usize, &mut [f32], &mut [u16])| {
         let count = out_rows.len() / n;
         let a_rows = &a[first * k_pad..(first + padded_rows(count)) * k_pad];
+        let mut finish = |start: usize, end: usize, block: &mut [f32]| {
+            let staged_block =
+                if staged_part.is_empty() { &mut [][..] } else { &mut staged_part[start * stride..end * stride] };
+            epilogue.apply(block, n, first + start, staged_block, stride);
+        };
         // SAFETY: `available()` holds (asserted above); the slices have the
         // lengths `matmul_rows` asserts.
-        unsafe { matmul_rows(a_rows, count, w, out_rows) };
+        unsafe { matmul_rows(a_rows, count, w, out_rows, &mut finish) };
     };
     if threads > 1 {
-        out.par_chunks_mut(part_rows * n).enumerate().for_each(work);
+        tasks.into_par_iter().for_each(work);
     } else {
-        work((0, out));
+        tasks.into_iter().for_each(work);
     }
 }
 
@@ -341,9 +428,16 @@ impl TileConfig {
 ///
 /// # Safety
 /// AMX must be [`available`]. `a` must hold `padded_rows(count) · k_pad`
-/// values and `out` `count · n` (asserted).
+/// values and `out` `count · n` (asserted). `finish(start, end, rows)` is
+/// called with each block of finished rows.
 #[cfg(target_arch = "x86_64")]
-unsafe fn matmul_rows(a: &[u16], count: usize, w: &Bf16Matrix, out: &mut [f32]) {
+unsafe fn matmul_rows(
+    a: &[u16],
+    count: usize,
+    w: &Bf16Matrix,
+    out: &mut [f32],
+    finish: &mut dyn FnMut(usize, usize, &mut [f32]),
+) {
     use std::arch::asm;
     let (k_pad, n, n_pad) = (w.k_pad, w.n, w.n_pad);
     let packed = w.packed.as_slice();
@@ -420,6 +514,13 @@ unsafe fn matmul_rows(a: &[u16], count: usize, w: &Bf16Matrix, out: &mut [f32]) 
                     }
                 }
             }
+        }
+        // The block's rows are complete: the epilogue runs while they are
+        // in cache. It uses no tiles, so the configuration stays loaded.
+        let start = row_block * BLOCK;
+        let end = (start + BLOCK).min(count);
+        if start < end {
+            finish(start, end, &mut out[start * n..end * n]);
         }
     }
     // SAFETY: no tile is used after.
@@ -739,7 +840,7 @@ fn softmax_to_bf16(
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn matmul_rows(_: &[u16], _: usize, _: &Bf16Matrix, _: &mut [f32]) {
+unsafe fn matmul_rows(_: &[u16], _: usize, _: &Bf16Matrix, _: &mut [f32], _: &mut dyn FnMut(usize, usize, &mut [f32])) {
     unreachable!("AMX is never available off x86_64")
 }
 
@@ -853,6 +954,43 @@ mod tests {
                     "length {length}, heads {heads}, at {index}: {g} vs {e}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn epilogues_equal_the_separate_passes() {
+        assert!(available(), "this CPU or OS lacks AMX, so the AMX kernel cannot be tested here");
+        let (rows, k, n, stride) = (77, 40, 48, 64);
+        let a = pseudo_random(rows * k, 5);
+        let w = Bf16Matrix::pack(&pseudo_random(k * n, 6), k, n);
+        let bias = pseudo_random(n, 7);
+        let residual = pseudo_random(rows * n, 8);
+        let (gamma, beta) = (pseudo_random(n, 9), pseudo_random(n, 10));
+        let plain = amx_product(&a, rows, k, &w, 2);
+        let mut input = Bf16Buffer::zeroed(padded_rows(rows) * w.input_stride());
+        convert_rows(&a, k, input.as_mut_slice(), w.input_stride());
+        let epilogues = [
+            Epilogue::Bias(&bias),
+            Epilogue::BiasGelu(&bias),
+            Epilogue::ResidualNorm { residual: &residual, bias: &bias, gamma: &gamma, beta: &beta, eps: 1e-12 },
+        ];
+        for epilogue in epilogues {
+            let mut out = vec![0.0; rows * n];
+            let mut staged = vec![7_u16; rows * stride];
+            matmul_then(input.as_slice(), rows, &w, &mut out, 2, epilogue, &mut staged, stride);
+            let mut expected_out = plain.clone();
+            let mut expected = vec![0_u16; rows * stride];
+            match epilogue {
+                Epilogue::Bias(b) => bias_to_bf16(&plain, b, &mut expected, stride),
+                Epilogue::BiasGelu(b) => bias_gelu_to_bf16(&plain, b, &mut expected, stride),
+                Epilogue::ResidualNorm { residual, bias, gamma, beta, eps } => {
+                    crate::kernels::add_bias_residual_norm(&mut expected_out, residual, bias, gamma, beta, eps);
+                    convert_rows(&expected_out, n, &mut expected, stride);
+                    assert_eq!(out, expected_out);
+                }
+                Epilogue::None => unreachable!(),
+            }
+            assert_eq!(staged, expected, "{epilogue:?}");
         }
     }
 

@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 use serde::Deserialize;
 
-use crate::amx::{self, Bf16Matrix};
+use crate::amx::{self, Bf16Matrix, Epilogue};
 use crate::kernels::{self, Int8Matrix, View, matmul};
 use crate::weights::{Scope, Weights};
 use crate::{EmbedError, EmbedResult};
@@ -341,10 +341,10 @@ impl Bert {
             .collect()
     }
 
-    /// The encoder layers on the AMX unit. Each step writes the bf16 input
-    /// of the next multiply itself (bias, GELU, residual + layer norm), so
-    /// no separate rounding pass runs; attention reads bf16 rows and writes
-    /// bf16 context rows.
+    /// The encoder layers on the AMX unit. Each multiply's epilogue (bias,
+    /// GELU, residual + layer norm) writes the bf16 input of the next one
+    /// while its rows are in cache, so no separate pass runs; attention
+    /// reads bf16 rows and writes bf16 context rows.
     fn encode_amx(&self, x: &mut Vec<f32>, tokens: usize, lengths: &[usize], offsets: &[usize], ws: &mut AmxWorkspace) {
         let h = self.hidden;
         let threads = rayon::current_num_threads();
@@ -367,12 +367,16 @@ impl Bert {
         });
         let scale = 1.0 / (amx::HEAD_DIM as f32).sqrt();
         for layer in &self.layers {
-            amx::matmul(ws.x16.as_slice(), tokens, packed(&layer.qkv), &mut ws.qkv, threads);
-            ws.qkv16
-                .as_mut_slice()
-                .par_chunks_mut(rows * 3 * h)
-                .zip(ws.qkv.par_chunks(rows * 3 * h))
-                .for_each(|(to, from)| amx::bias_to_bf16(from, &layer.qkv.bias, to, 3 * h));
+            amx::matmul_then(
+                ws.x16.as_slice(),
+                tokens,
+                packed(&layer.qkv),
+                &mut ws.qkv,
+                threads,
+                Epilogue::Bias(&layer.qkv.bias),
+                ws.qkv16.as_mut_slice(),
+                3 * h,
+            );
             {
                 let qkv16 = ws.qkv16.as_slice();
                 let mut slices: Vec<&mut [u16]> = Vec::with_capacity(lengths.len());
@@ -390,31 +394,35 @@ impl Bert {
                     },
                 );
             }
-            amx::matmul(ws.context16.as_slice(), tokens, packed(&layer.attention_output), &mut ws.scratch, threads);
-            Self::residual_norm_to_bf16(
+            amx::matmul_then(
+                ws.context16.as_slice(),
+                tokens,
+                packed(&layer.attention_output),
                 &mut ws.scratch,
-                x,
-                &layer.attention_output.bias,
-                &layer.attention_norm,
-                (h, self.eps),
+                threads,
+                Self::residual_norm_epilogue(x, &layer.attention_output.bias, &layer.attention_norm, self.eps),
                 ws.x16.as_mut_slice(),
                 h_stride,
             );
             std::mem::swap(x, &mut ws.scratch);
 
-            amx::matmul(ws.x16.as_slice(), tokens, packed(&layer.intermediate), &mut ws.inner, threads);
-            ws.inner16
-                .as_mut_slice()
-                .par_chunks_mut(rows * inner_stride)
-                .zip(ws.inner.par_chunks(rows * inter))
-                .for_each(|(to, from)| amx::bias_gelu_to_bf16(from, &layer.intermediate.bias, to, inner_stride));
-            amx::matmul(ws.inner16.as_slice(), tokens, packed(&layer.output), &mut ws.scratch, threads);
-            Self::residual_norm_to_bf16(
+            amx::matmul_then(
+                ws.x16.as_slice(),
+                tokens,
+                packed(&layer.intermediate),
+                &mut ws.inner,
+                threads,
+                Epilogue::BiasGelu(&layer.intermediate.bias),
+                ws.inner16.as_mut_slice(),
+                inner_stride,
+            );
+            amx::matmul_then(
+                ws.inner16.as_slice(),
+                tokens,
+                packed(&layer.output),
                 &mut ws.scratch,
-                x,
-                &layer.output.bias,
-                &layer.output_norm,
-                (h, self.eps),
+                threads,
+                Self::residual_norm_epilogue(x, &layer.output.bias, &layer.output_norm, self.eps),
                 ws.x16.as_mut_slice(),
                 h_stride,
             );
@@ -422,25 +430,9 @@ impl Bert {
         }
     }
 
-    /// [`Self::residual_norm`], also writing the result in bf16 into
-    /// `staged` (rows of stride `stride`) while it is in cache.
-    fn residual_norm_to_bf16(
-        x: &mut [f32],
-        residual: &[f32],
-        bias: &[f32],
-        norm: &Norm,
-        (h, eps): (usize, f32),
-        staged: &mut [u16],
-        stride: usize,
-    ) {
-        let rows = 64;
-        x.par_chunks_mut(rows * h)
-            .zip(residual.par_chunks(rows * h))
-            .zip(staged.par_chunks_mut(rows * stride))
-            .for_each(|((chunk, res), to)| {
-                kernels::add_bias_residual_norm(chunk, res, bias, &norm.gamma, &norm.beta, eps);
-                amx::convert_rows(chunk, h, to, stride);
-            });
+    /// The epilogue `layer_norm(out + residual + bias)` of the AMX path.
+    fn residual_norm_epilogue<'a>(residual: &'a [f32], bias: &'a [f32], norm: &'a Norm, eps: f32) -> Epilogue<'a> {
+        Epilogue::ResidualNorm { residual, bias, gamma: &norm.gamma, beta: &norm.beta, eps }
     }
 
     /// `out = activation(input · weight + bias)`; the int8 path does the
