@@ -267,7 +267,7 @@ pub fn padded_rows(rows: usize) -> usize {
 /// # Panics
 /// When AMX is not [`available`] or a buffer is too short.
 pub fn matmul(a: &[u16], rows: usize, w: &Bf16Matrix, out: &mut [f32], threads: usize) {
-    matmul_then(a, rows, w, out, threads, Epilogue::None, &mut [], 0);
+    matmul_then(a, rows, w, Some(out), threads, Epilogue::None, &mut [], 0);
 }
 
 /// What [`matmul_then`] does with each block of 32 finished output rows
@@ -318,6 +318,11 @@ impl Epilogue<'_> {
 /// bf16 rows (stride `stride`) into `staged`, which must hold `rows` rows
 /// (unused, and may be empty, for [`Epilogue::None`]).
 ///
+/// `out` may be `None` when only the bf16 rows are wanted
+/// ([`Epilogue::Bias`], [`Epilogue::BiasGelu`]): each task then computes
+/// into one block of 32 rows that stays in cache, and no `rows × n` f32
+/// buffer is written at all.
+///
 /// # Panics
 /// As [`matmul`]; when `staged` is too short or a residual has the wrong
 /// shape.
@@ -326,7 +331,7 @@ pub fn matmul_then(
     a: &[u16],
     rows: usize,
     w: &Bf16Matrix,
-    out: &mut [f32],
+    out: Option<&mut [f32]>,
     threads: usize,
     epilogue: Epilogue<'_>,
     staged: &mut [u16],
@@ -335,7 +340,13 @@ pub fn matmul_then(
     assert!(available(), "AMX kernels called on a CPU or OS without AMX");
     let (k_pad, n) = (w.k_pad, w.n);
     assert!(a.len() >= padded_rows(rows) * k_pad, "input buffer shorter than the padded rows");
-    assert_eq!(out.len(), rows * n, "output shape");
+    match &out {
+        Some(out) => assert_eq!(out.len(), rows * n, "output shape"),
+        None => assert!(
+            matches!(epilogue, Epilogue::Bias(_) | Epilogue::BiasGelu(_)),
+            "only a bias or GELU epilogue can run without an f32 output"
+        ),
+    }
     let staged_rows = if matches!(epilogue, Epilogue::None) { 0 } else { rows };
     assert!(staged.len() >= staged_rows * stride && (staged_rows == 0 || stride >= n), "staged buffer too short");
     if let Epilogue::ResidualNorm { residual, .. } = epilogue {
@@ -352,24 +363,52 @@ pub fn matmul_then(
     let mut first = 0;
     while first < rows {
         let count = part_rows.min(rows - first);
-        let (out_part, out_tail) = out_rest.split_at_mut(count * n);
+        let out_part = match out_rest.take() {
+            Some(rest) => {
+                let (part, tail) = rest.split_at_mut(count * n);
+                out_rest = Some(tail);
+                Some(part)
+            }
+            None => None,
+        };
         let staged_count = if staged_rows == 0 { 0 } else { count * stride };
         let (staged_part, staged_tail) = staged_rest.split_at_mut(staged_count);
-        tasks.push((first, out_part, staged_part));
-        (out_rest, staged_rest) = (out_tail, staged_tail);
+        tasks.push((first, count, out_part, staged_part));
+        staged_rest = staged_tail;
         first += count;
     }
-    let work = |(first, out_rows, staged_part): (usize, &mut [f32], &mut [u16])| {
-        let count = out_rows.len() / n;
+    let work = |(first, count, out_rows, staged_part): (usize, usize, Option<&mut [f32]>, &mut [u16])| {
         let a_rows = &a[first * k_pad..(first + padded_rows(count)) * k_pad];
-        let mut finish = |start: usize, end: usize, block: &mut [f32]| {
-            let staged_block =
-                if staged_part.is_empty() { &mut [][..] } else { &mut staged_part[start * stride..end * stride] };
-            epilogue.apply(block, n, first + start, staged_block, stride);
-        };
-        // SAFETY: `available()` holds (asserted above); the slices have the
-        // lengths `matmul_rows` asserts.
-        unsafe { matmul_rows(a_rows, count, w, out_rows, &mut finish) };
+        match out_rows {
+            Some(out_rows) => {
+                let mut finish = |start: usize, end: usize, block: &mut [f32]| {
+                    let staged_block = if staged_part.is_empty() {
+                        &mut [][..]
+                    } else {
+                        &mut staged_part[start * stride..end * stride]
+                    };
+                    epilogue.apply(block, n, first + start, staged_block, stride);
+                };
+                // SAFETY: `available()` holds (asserted above); the slices
+                // have the lengths `matmul_rows` asserts.
+                unsafe { matmul_rows(a_rows, count, w, out_rows, &mut finish) };
+            }
+            None => {
+                // One block of rows at a time into a buffer that stays in
+                // cache; the epilogue takes the rows from there.
+                let mut block = vec![0.0_f32; BLOCK * n];
+                for start in (0..count).step_by(BLOCK) {
+                    let rows_here = BLOCK.min(count - start);
+                    let a_block = &a_rows[start * k_pad..(start + BLOCK) * k_pad];
+                    let staged_block = &mut staged_part[start * stride..(start + rows_here) * stride];
+                    let mut finish = |_: usize, _: usize, rows: &mut [f32]| {
+                        epilogue.apply(rows, n, first + start, staged_block, stride);
+                    };
+                    // SAFETY: as above.
+                    unsafe { matmul_rows(a_block, rows_here, w, &mut block[..rows_here * n], &mut finish) };
+                }
+            }
+        }
     };
     if threads > 1 {
         tasks.into_par_iter().for_each(work);
@@ -977,7 +1016,13 @@ mod tests {
         for epilogue in epilogues {
             let mut out = vec![0.0; rows * n];
             let mut staged = vec![7_u16; rows * stride];
-            matmul_then(input.as_slice(), rows, &w, &mut out, 2, epilogue, &mut staged, stride);
+            matmul_then(input.as_slice(), rows, &w, Some(&mut out), 2, epilogue, &mut staged, stride);
+            if !matches!(epilogue, Epilogue::ResidualNorm { .. }) {
+                // Without an f32 output: the same bf16 rows.
+                let mut alone = vec![7_u16; rows * stride];
+                matmul_then(input.as_slice(), rows, &w, None, 2, epilogue, &mut alone, stride);
+                assert_eq!(alone, staged, "{epilogue:?} without an f32 output");
+            }
             let mut expected_out = plain.clone();
             let mut expected = vec![0_u16; rows * stride];
             match epilogue {

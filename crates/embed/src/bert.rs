@@ -97,14 +97,14 @@ pub struct Bert {
     workspace: Mutex<AmxWorkspace>,
 }
 
-/// The AMX path's buffers: f32 results of the multiplies and bf16 inputs of
-/// the next ones (written by the step before, never by a separate pass).
+/// The AMX path's buffers: the f32 hidden states (`x`, `scratch`) and the
+/// bf16 inputs of the multiplies (written by the step before, never by a
+/// separate pass). The query/key/value and feed-forward products exist only
+/// in bf16.
 #[derive(Default)]
 struct AmxWorkspace {
     x: Vec<f32>,
-    qkv: Vec<f32>,
     scratch: Vec<f32>,
-    inner: Vec<f32>,
     x16: amx::Bf16Buffer,
     qkv16: amx::Bf16Buffer,
     context16: amx::Bf16Buffer,
@@ -349,12 +349,9 @@ impl Bert {
         let h = self.hidden;
         let threads = rayon::current_num_threads();
         let Some(first) = self.layers.first() else { return };
-        let inter = first.intermediate.outputs;
         let (h_stride, inner_stride) = (packed(&first.qkv).input_stride(), packed(&first.output).input_stride());
         let padded = amx::padded_rows(tokens);
-        ws.qkv.resize(tokens * 3 * h, 0.0);
         ws.scratch.resize(tokens * h, 0.0);
-        ws.inner.resize(tokens * inter, 0.0);
         ws.x16.reset(padded * h_stride);
         // Attention reads each text's rows up to its length rounded to 32,
         // so the last text needs spare rows (finite: zeros or old values).
@@ -371,7 +368,7 @@ impl Bert {
                 ws.x16.as_slice(),
                 tokens,
                 packed(&layer.qkv),
-                &mut ws.qkv,
+                None,
                 threads,
                 Epilogue::Bias(&layer.qkv.bias),
                 ws.qkv16.as_mut_slice(),
@@ -398,7 +395,7 @@ impl Bert {
                 ws.context16.as_slice(),
                 tokens,
                 packed(&layer.attention_output),
-                &mut ws.scratch,
+                Some(&mut ws.scratch),
                 threads,
                 Self::residual_norm_epilogue(x, &layer.attention_output.bias, &layer.attention_norm, self.eps),
                 ws.x16.as_mut_slice(),
@@ -410,7 +407,7 @@ impl Bert {
                 ws.x16.as_slice(),
                 tokens,
                 packed(&layer.intermediate),
-                &mut ws.inner,
+                None,
                 threads,
                 Epilogue::BiasGelu(&layer.intermediate.bias),
                 ws.inner16.as_mut_slice(),
@@ -420,7 +417,7 @@ impl Bert {
                 ws.inner16.as_slice(),
                 tokens,
                 packed(&layer.output),
-                &mut ws.scratch,
+                Some(&mut ws.scratch),
                 threads,
                 Self::residual_norm_epilogue(x, &layer.output.bias, &layer.output_norm, self.eps),
                 ws.x16.as_mut_slice(),
