@@ -840,7 +840,7 @@ fn exp2_coarse(t: f32) -> f32 {
     let n = shifted - MAGIC;
     let f = t - n; // in [-0.5, 0.5]
     // 2^f = e^(f·ln 2), Taylor to degree 4 (next term < 4.2e-5).
-    let p = 1.0 + f * (0.693_147_2 + f * (0.240_226_5 + f * (0.055_504_11 + f * 0.009_618_129)));
+    let p = 1.0 + f * (std::f32::consts::LN_2 + f * (0.240_226_5 + f * (0.055_504_11 + f * 0.009_618_129)));
     let n_int = shifted.to_bits().wrapping_sub(MAGIC.to_bits());
     p * f32::from_bits(n_int.wrapping_add(127) << 23)
 }
