@@ -9,6 +9,11 @@
 //! the cores), so no work is spent on padding and no mask is needed.
 //! Buffers are allocated once per pass and reused by every layer.
 //!
+//! After [`Bert::pack_bf16`] (the default where the CPU has AMX) every
+//! product runs on the AMX tile unit in bf16 (`crate::amx`), each step
+//! writing the next multiply's bf16 input, with buffers kept from pass to
+//! pass; f32 stays for softmax, GELU, layer norm and the residual stream.
+//!
 //! Pooling here is the mean over each text's tokens; normalisation is the
 //! caller's.
 
