@@ -118,21 +118,24 @@ pub fn peak_rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-/// Runs in a child process: embeds `n` chunks with MiniLM in batches and
-/// prints `{"peak_rss_mib": …, "chunks_per_s": …}`.
+/// Runs in a child process: embeds `n` chunks with the default MiniLM (or
+/// int8) in batches and prints `{"peak_rss_mib": …, "chunks_per_s": …}`.
 pub fn rss_child(models: &Path, shared: &Path, n: usize, int8: bool) -> Result<Value> {
     let chunks = prose_chunks(shared, n)?;
-    let precision = if int8 { Precision::Int8 } else { Precision::F32 };
+    // The default MiniLM (bf16 on AMX where the CPU has it, else f32).
+    let precision = if int8 { Precision::Int8 } else { Precision::for_this_cpu() };
     let model = MiniLm::load_with(&minilm_dir(models), precision)?;
     let rate = throughput(&model, &chunks, 256)?;
-    Ok(json!({"chunks": n, "chunks_per_s": rate, "peak_rss_mib": peak_rss_mib()}))
+    Ok(
+        json!({"chunks": n, "precision": format!("{precision:?}"), "chunks_per_s": rate, "peak_rss_mib": peak_rss_mib()}),
+    )
 }
 
 /// Runs the benchmark; returns (summary, samples).
 pub fn run(models: &Path, shared: &Path, chunks_n: usize, rss_chunks: usize) -> Result<(Value, Value)> {
     let chunks = prose_chunks(shared, chunks_n)?;
     let mean_chars = chunks.iter().map(|c| c.chars().count()).sum::<usize>() as f64 / chunks.len() as f64;
-    let minilm = MiniLm::load(&minilm_dir(models))?;
+    let minilm = MiniLm::load_with(&minilm_dir(models), Precision::F32)?;
     let token_counts: Vec<usize> =
         minilm.tokenize(&chunks.iter().map(String::as_str).collect::<Vec<_>>()).iter().map(Vec::len).collect();
     let mean_tokens = token_counts.iter().sum::<usize>() as f64 / token_counts.len() as f64;
@@ -148,6 +151,26 @@ pub fn run(models: &Path, shared: &Path, chunks_n: usize, rss_chunks: usize) -> 
         f32_vectors.iter().zip(&int8_vectors).map(|(a, b)| mempalace_core::vector::cosine(a, b)).collect();
     let int8_cosine_min = cosines.iter().copied().fold(f32::INFINITY, f32::min);
     let int8_cosine_mean = cosines.iter().sum::<f32>() / cosines.len() as f32;
+    // The AMX path, where the CPU has it.
+    let bf16 = if mempalace_embed::amx::available() {
+        let model = MiniLm::load_with(&minilm_dir(models), Precision::Bf16)?;
+        let rate = throughput(&model, &chunks, 64)?;
+        let query = query_latency(&model, 50)?;
+        let vectors = model.embed_batch(&sample)?;
+        let cosines: Vec<f32> =
+            f32_vectors.iter().zip(&vectors).map(|(a, b)| mempalace_core::vector::cosine(a, b)).collect();
+        json!({
+            "chunks_per_s": rate,
+            "query_ms": query,
+            "vs_f32_cosine": {
+                "min": cosines.iter().copied().fold(f32::INFINITY, f32::min),
+                "mean": cosines.iter().sum::<f32>() / cosines.len() as f32,
+                "n": cosines.len(),
+            },
+        })
+    } else {
+        Value::Null
+    };
     let static_model = StaticModel::load(&static_dir(models))?;
     let static_chunks = prose_chunks(shared, 20_000)?;
     let static_rate = throughput(&static_model, &static_chunks, 1_000)?;
@@ -175,6 +198,7 @@ pub fn run(models: &Path, shared: &Path, chunks_n: usize, rss_chunks: usize) -> 
         "minilm_int8_chunks_per_s": int8_rate,
         "minilm_int8_query_ms": int8_query,
         "int8_vs_f32_cosine": {"min": int8_cosine_min, "mean": int8_cosine_mean, "n": cosines.len()},
+        "minilm_bf16_amx": bf16,
         "static_chunks_per_s": static_rate,
         "static_query_ms": static_query,
         "speedup_static_over_minilm": static_rate / minilm_rate,

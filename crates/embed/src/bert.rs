@@ -10,12 +10,20 @@
 //! the cores), so no work is spent on padding and no mask is needed.
 //! Buffers are allocated once per pass and reused by every layer.
 //!
+//! After [`Bert::pack_bf16`] (the default where the CPU has AMX) every
+//! product runs on the AMX tile unit in bf16 (`crate::amx`), each step
+//! writing the next multiply's bf16 input, with buffers kept from pass to
+//! pass; f32 stays for softmax, GELU, layer norm and the residual stream.
+//!
 //! Pooling here is the mean over each text's tokens; normalisation is the
 //! caller's.
+
+use std::sync::Mutex;
 
 use rayon::prelude::*;
 use serde::Deserialize;
 
+use crate::amx::{self, Bf16Matrix, Epilogue};
 use crate::kernels::{self, Int8Matrix, View, matmul};
 use crate::weights::{Floats, Scope, Weights};
 use crate::{EmbedError, EmbedResult};
@@ -50,11 +58,12 @@ enum Activation {
     Gelu,
 }
 
-/// A dense layer with its weight stored `[in, out]` (row-major), and its
-/// int8 form once quantised.
+/// A dense layer with its weight stored `[in, out]` (row-major), or its
+/// int8 or bf16 (AMX) form once converted.
 struct Dense {
     weight: Vec<f32>,
     int8: Option<Int8Matrix>,
+    bf16: Option<Bf16Matrix>,
     bias: Vec<f32>,
     inputs: usize,
     outputs: usize,
@@ -86,6 +95,26 @@ pub struct Bert {
     vocab: usize,
     max_positions: usize,
     eps: f32,
+    /// Every product runs on the AMX unit (set with the bf16 weights).
+    amx: bool,
+    /// Buffers of the AMX path, kept from pass to pass: allocating ~15 KB
+    /// per token afresh for every pass cost page faults worth a few percent
+    /// of the time. A pass that finds them in use allocates its own.
+    workspace: Mutex<AmxWorkspace>,
+}
+
+/// The AMX path's buffers: the f32 hidden states (`x`, `scratch`) and the
+/// bf16 inputs of the multiplies (written by the step before, never by a
+/// separate pass). The query/key/value and feed-forward products exist only
+/// in bf16.
+#[derive(Default)]
+struct AmxWorkspace {
+    x: Vec<f32>,
+    scratch: Vec<f32>,
+    x16: amx::Bf16Buffer,
+    qkv16: amx::Bf16Buffer,
+    context16: amx::Bf16Buffer,
+    inner16: amx::Bf16Buffer,
 }
 
 fn values(vb: &Scope, shape: &[usize], name: &str) -> EmbedResult<Vec<f32>> {
@@ -101,7 +130,13 @@ fn dense_parts(vb: &Scope, inputs: usize, outputs: usize) -> EmbedResult<(Vec<f3
 
 fn dense(vb: &Scope, inputs: usize, outputs: usize) -> EmbedResult<Dense> {
     let (weight, bias) = dense_parts(vb, inputs, outputs)?;
-    Ok(Dense { weight, int8: None, bias, inputs, outputs })
+    Ok(Dense { weight, int8: None, bf16: None, bias, inputs, outputs })
+}
+
+/// A dense layer's AMX weights (the AMX path runs only after
+/// [`Bert::pack_bf16`] packed every layer).
+fn packed(dense: &Dense) -> &Bf16Matrix {
+    dense.bf16.as_ref().expect("pack_bf16 packed every dense layer")
 }
 
 fn norm(vb: &Scope, size: usize) -> EmbedResult<Norm> {
@@ -143,7 +178,7 @@ impl Bert {
                     bias.extend(values(&scope, &[hidden], "bias")?);
                 }
                 Ok(Layer {
-                    qkv: Dense { weight, int8: None, bias, inputs: hidden, outputs: 3 * hidden },
+                    qkv: Dense { weight, int8: None, bf16: None, bias, inputs: hidden, outputs: 3 * hidden },
                     attention_output: dense(&attention.pp("output.dense"), hidden, hidden)?,
                     attention_norm: norm(&attention.pp("output.LayerNorm"), hidden)?,
                     intermediate: dense(&layer.pp("intermediate.dense"), hidden, config.intermediate_size)?,
@@ -165,6 +200,8 @@ impl Bert {
             vocab: config.vocab_size,
             max_positions: config.max_position_embeddings,
             eps: config.layer_norm_eps as f32,
+            amx: false,
+            workspace: Mutex::new(AmxWorkspace::default()),
         })
     }
 
@@ -177,6 +214,31 @@ impl Bert {
                 dense.weight = Vec::new();
             }
         }
+    }
+
+    /// Rounds every dense layer's weights to bf16 in the AMX tile layout
+    /// (f32 accumulation); frees the f32 weights. From then on the forward
+    /// pass runs every product on the AMX unit. The caller checks
+    /// [`amx::available`] first.
+    ///
+    /// # Errors
+    /// When a head is not [`amx::HEAD_DIM`] wide (true of MiniLM).
+    pub fn pack_bf16(&mut self) -> EmbedResult<()> {
+        if self.hidden / self.heads != amx::HEAD_DIM {
+            return Err(EmbedError::ModelInvalid(format!(
+                "the AMX path needs attention heads of {} dimensions, not {}",
+                amx::HEAD_DIM,
+                self.hidden / self.heads
+            )));
+        }
+        for layer in &mut self.layers {
+            for dense in [&mut layer.qkv, &mut layer.attention_output, &mut layer.intermediate, &mut layer.output] {
+                dense.bf16 = Some(Bf16Matrix::pack(&dense.weight, dense.inputs, dense.outputs));
+                dense.weight = Vec::new();
+            }
+        }
+        self.amx = true;
+        Ok(())
     }
 
     /// Hidden width.
@@ -203,22 +265,22 @@ impl Bert {
             start += length;
         }
 
-        let mut x = vec![0.0_f32; tokens * h];
-        for ((row, &length), &offset) in rows.iter().zip(&lengths).zip(&offsets) {
-            for position in 0..length {
-                let id = row.get(position).map_or(0, |&id| (id as usize).min(self.vocab - 1));
-                let out = &mut x[(offset + position) * h..(offset + position + 1) * h];
-                let word = &self.word_embeddings[id * h..(id + 1) * h];
-                let pos = &self.position_embeddings[position * h..(position + 1) * h];
-                for (((o, w), p), t) in out.iter_mut().zip(word).zip(pos).zip(&self.token_type_row) {
-                    *o = w + p + t;
-                }
-            }
+        if self.amx {
+            // A pass that finds the buffers in use (a concurrent caller)
+            // works in its own.
+            let mut fresh = AmxWorkspace::default();
+            let mut guard = self.workspace.try_lock().ok();
+            let workspace = guard.as_deref_mut().unwrap_or(&mut fresh);
+            let mut x = std::mem::take(&mut workspace.x);
+            x.resize(tokens * h, 0.0);
+            self.embed_tokens(rows, &lengths, &offsets, &mut x);
+            self.encode_amx(&mut x, tokens, &lengths, &offsets, workspace);
+            let pooled = Self::mean_pool(&x, &lengths, &offsets, h);
+            workspace.x = x;
+            return pooled;
         }
-        let norm_rows = 64 * h;
-        x.par_chunks_mut(norm_rows).for_each(|chunk| {
-            kernels::layer_norm(chunk, &self.embedding_norm.gamma, &self.embedding_norm.beta, self.eps)
-        });
+        let mut x = vec![0.0_f32; tokens * h];
+        self.embed_tokens(rows, &lengths, &offsets, &mut x);
 
         let threads = rayon::current_num_threads();
         let intermediate = self.layers.first().map_or(0, |layer| layer.intermediate.outputs);
@@ -240,9 +302,35 @@ impl Bert {
             std::mem::swap(&mut x, &mut scratch);
         }
 
+        Self::mean_pool(&x, &lengths, &offsets, h)
+    }
+
+    /// The embedding layer: word + position + token-type rows, layer-normed,
+    /// into `x` (`[tokens, hidden]`).
+    fn embed_tokens(&self, rows: &[&[u32]], lengths: &[usize], offsets: &[usize], x: &mut [f32]) {
+        let h = self.hidden;
+        for ((row, &length), &offset) in rows.iter().zip(lengths).zip(offsets) {
+            for position in 0..length {
+                let id = row.get(position).map_or(0, |&id| (id as usize).min(self.vocab - 1));
+                let out = &mut x[(offset + position) * h..(offset + position + 1) * h];
+                let word = &self.word_embeddings[id * h..(id + 1) * h];
+                let pos = &self.position_embeddings[position * h..(position + 1) * h];
+                for (((o, w), p), t) in out.iter_mut().zip(word).zip(pos).zip(&self.token_type_row) {
+                    *o = w + p + t;
+                }
+            }
+        }
+        let norm_rows = 64 * h;
+        x.par_chunks_mut(norm_rows).for_each(|chunk| {
+            kernels::layer_norm(chunk, &self.embedding_norm.gamma, &self.embedding_norm.beta, self.eps)
+        });
+    }
+
+    /// The mean of each text's rows.
+    fn mean_pool(x: &[f32], lengths: &[usize], offsets: &[usize], h: usize) -> Vec<Vec<f32>> {
         lengths
             .iter()
-            .zip(&offsets)
+            .zip(offsets)
             .map(|(&length, &offset)| {
                 let mut mean = vec![0.0_f32; h];
                 for token in x[offset * h..(offset + length) * h].chunks_exact(h) {
@@ -256,6 +344,97 @@ impl Bert {
                 mean
             })
             .collect()
+    }
+
+    /// The encoder layers on the AMX unit. Each multiply's epilogue (bias,
+    /// GELU, residual + layer norm) writes the bf16 input of the next one
+    /// while its rows are in cache, so no separate pass runs; attention
+    /// reads bf16 rows and writes bf16 context rows.
+    fn encode_amx(&self, x: &mut Vec<f32>, tokens: usize, lengths: &[usize], offsets: &[usize], ws: &mut AmxWorkspace) {
+        let h = self.hidden;
+        let threads = rayon::current_num_threads();
+        let Some(first) = self.layers.first() else { return };
+        let (h_stride, inner_stride) = (packed(&first.qkv).input_stride(), packed(&first.output).input_stride());
+        let padded = amx::padded_rows(tokens);
+        ws.scratch.resize(tokens * h, 0.0);
+        ws.x16.reset(padded * h_stride);
+        // Attention reads each text's rows up to its length rounded to 32,
+        // so the last text needs spare rows (finite: zeros or old values).
+        ws.qkv16.reset((padded + 32) * 3 * h);
+        ws.context16.reset(padded * h_stride);
+        ws.inner16.reset(padded * inner_stride);
+        let rows = 64;
+        ws.x16.as_mut_slice().par_chunks_mut(rows * h_stride).zip(x.par_chunks(rows * h)).for_each(|(to, from)| {
+            amx::convert_rows(from, h, to, h_stride);
+        });
+        let scale = 1.0 / (amx::HEAD_DIM as f32).sqrt();
+        for layer in &self.layers {
+            amx::matmul_then(
+                ws.x16.as_slice(),
+                tokens,
+                packed(&layer.qkv),
+                None,
+                threads,
+                Epilogue::Bias(&layer.qkv.bias),
+                ws.qkv16.as_mut_slice(),
+                3 * h,
+            );
+            {
+                let qkv16 = ws.qkv16.as_slice();
+                let mut slices: Vec<&mut [u16]> = Vec::with_capacity(lengths.len());
+                let mut rest = &mut ws.context16.as_mut_slice()[..tokens * h];
+                for &length in lengths {
+                    let (head, tail) = rest.split_at_mut(length * h);
+                    slices.push(head);
+                    rest = tail;
+                }
+                slices.into_par_iter().zip(lengths.par_iter().zip(offsets.par_iter())).for_each_init(
+                    amx::AttentionScratch::default,
+                    |scratch, (out, (&length, &offset))| {
+                        let text = &qkv16[offset * 3 * h..(offset + amx::attention_rows(length)) * 3 * h];
+                        amx::attention(text, length, self.heads, scale, out, scratch);
+                    },
+                );
+            }
+            amx::matmul_then(
+                ws.context16.as_slice(),
+                tokens,
+                packed(&layer.attention_output),
+                Some(&mut ws.scratch),
+                threads,
+                Self::residual_norm_epilogue(x, &layer.attention_output.bias, &layer.attention_norm, self.eps),
+                ws.x16.as_mut_slice(),
+                h_stride,
+            );
+            std::mem::swap(x, &mut ws.scratch);
+
+            amx::matmul_then(
+                ws.x16.as_slice(),
+                tokens,
+                packed(&layer.intermediate),
+                None,
+                threads,
+                Epilogue::BiasGelu(&layer.intermediate.bias),
+                ws.inner16.as_mut_slice(),
+                inner_stride,
+            );
+            amx::matmul_then(
+                ws.inner16.as_slice(),
+                tokens,
+                packed(&layer.output),
+                Some(&mut ws.scratch),
+                threads,
+                Self::residual_norm_epilogue(x, &layer.output.bias, &layer.output_norm, self.eps),
+                ws.x16.as_mut_slice(),
+                h_stride,
+            );
+            std::mem::swap(x, &mut ws.scratch);
+        }
+    }
+
+    /// The epilogue `layer_norm(out + residual + bias)` of the AMX path.
+    fn residual_norm_epilogue<'a>(residual: &'a [f32], bias: &'a [f32], norm: &'a Norm, eps: f32) -> Epilogue<'a> {
+        Epilogue::ResidualNorm { residual, bias, gamma: &norm.gamma, beta: &norm.beta, eps }
     }
 
     /// `out = activation(input · weight + bias)`; the int8 path does the

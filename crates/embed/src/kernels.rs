@@ -9,9 +9,9 @@
 //! (exp: relative error < 5e-7; erf: absolute error < 5e-7) instead of libm
 //! calls, which do not vectorise.
 //!
-//! This is the only module allowed `unsafe`: `gemm` takes raw pointers and
-//! strides. [`matmul`] checks every index the multiply can touch against the
-//! slices before calling it.
+//! With `amx` (the tile kernels), this is the only module allowed `unsafe`:
+//! `gemm` takes raw pointers and strides. [`matmul`] checks every index the
+//! multiply can touch against the slices before calling it.
 
 #![allow(unsafe_code)]
 

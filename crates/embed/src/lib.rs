@@ -22,6 +22,7 @@
 //! Not here: caching by content hash and storing vectors (engine and store),
 //! choosing a provider from configuration (the binary).
 
+pub mod amx;
 pub mod bert;
 pub mod files;
 pub mod kernels;

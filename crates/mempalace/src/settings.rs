@@ -44,9 +44,13 @@ pub struct Overrides {
 /// `embedder` in config.json; the same spellings everywhere).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum EmbedderKind {
-    /// all-MiniLM-L6-v2 in-process (the default).
+    /// all-MiniLM-L6-v2 in-process (the default): bf16 on the AMX unit where the CPU has one, f32 elsewhere;
+    /// the same vectors either way (cosine ≥ 0.9999).
     #[value(name = "minilm", aliases = ["all-minilm-l6-v2", "local"])]
     MiniLm,
+    /// The same model in f32 on every CPU (the reference path; same model id as `minilm`).
+    #[value(name = "minilm-f32")]
+    MiniLmF32,
     /// The same model with int8 dense layers (AVX-512 VNNI), about twice as fast.
     #[value(name = "minilm-int8", alias = "int8")]
     MiniLmInt8,
@@ -894,7 +898,7 @@ mod embedder_tests {
         let err = resolve(&env(&[("MEMPALACE_EMBEDDER", "bert")]), Some(home.path()), &Overrides::default())
             .unwrap_err()
             .to_string();
-        assert!(err.contains("bert") && err.contains("minilm, minilm-int8, static"), "{err}");
+        assert!(err.contains("bert") && err.contains("minilm, minilm-f32, minilm-int8, static"), "{err}");
         let err = resolve(&env(&[("MEMPALACE_EMBEDDER", "ollama")]), Some(home.path()), &Overrides::default())
             .unwrap_err()
             .to_string();

@@ -19,10 +19,13 @@ use crate::settings::{EmbedderKind, Settings};
 pub fn build(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>> {
     match settings.embedder {
         EmbedderKind::None => Ok(None),
-        EmbedderKind::MiniLm | EmbedderKind::MiniLmInt8 => {
+        EmbedderKind::MiniLm | EmbedderKind::MiniLmF32 | EmbedderKind::MiniLmInt8 => {
             let folder = minilm_dir(&settings.model_dir);
-            let precision =
-                if settings.embedder == EmbedderKind::MiniLmInt8 { Precision::Int8 } else { Precision::F32 };
+            let precision = match settings.embedder {
+                EmbedderKind::MiniLmInt8 => Precision::Int8,
+                EmbedderKind::MiniLmF32 => Precision::F32,
+                _ => Precision::for_this_cpu(),
+            };
             match MiniLm::load_with(&folder, precision) {
                 Ok(model) => Ok(Some(Arc::new(model))),
                 Err(error) => {

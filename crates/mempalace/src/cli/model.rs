@@ -79,7 +79,7 @@ pub fn run(settings: &Settings, command: ModelCommand) -> Result<()> {
                 return Ok(());
             }
             let folder = minilm_dir(root);
-            let minilm = MiniLm::load(&folder)
+            let minilm = MiniLm::load_with(&folder, mempalace_embed::minilm::Precision::F32)
                 .context("the static model is distilled from MiniLM; run `mempalace model fetch` first")?;
             let report = static_model::distill(&minilm, &folder.join("tokenizer.json"), dims, &out)?;
             output::line(format!(

@@ -573,6 +573,37 @@ fn vectors_are_stored_and_a_palace_moves_to_another_model(store: Store) {
     assert_eq!(status["static"]["model_id"], "all-MiniLM-L6-v2-static-d256");
 }
 
+/// Issue 16: the default MiniLM (bf16 on the AMX unit where the CPU has
+/// one) and `minilm-f32` give the same vectors under one model id, so a
+/// palace filed by the f32 path is searched by the default one by meaning,
+/// and moving it to the default has nothing to re-embed.
+fn a_palace_filed_with_f32_minilm_is_searched_by_the_default_one(store: Store) {
+    let sandbox = Sandbox::on(store);
+    let models = model_dir();
+    let models = models.to_str().unwrap();
+    let texts = [
+        ("gripper", "The gripper works best at 12.5 N after the sensor recalibration."),
+        ("codes", "Error code E4471 appears when the firmware overheats."),
+        ("garden", "The tomatoes in the garden need water every morning."),
+        ("db", "We chose PostgreSQL for the backend because of its JSON support."),
+    ];
+    for (room, text) in texts {
+        sandbox.ok(&["--model-dir", models, "--embedder", "minilm-f32", "add", "--wing", "w", "--room", room, text]);
+    }
+    // Queries that share no word with their drawer: only the vectors find it.
+    for (query, room) in [
+        ("what force for the robot hand?", "gripper"),
+        ("which plants need watering", "garden"),
+        ("what database did we pick", "db"),
+    ] {
+        let found = sandbox.json(&["--model-dir", models, "search", query, "--json"]);
+        assert_eq!(found["mode"], "hybrid", "{found}");
+        assert_eq!(found["results"][0]["room"], room, "{query}: {found}");
+    }
+    let moved = sandbox.json(&["--model-dir", models, "reembed", "--json"]);
+    assert_eq!((moved["model"].as_str(), moved["embedded"].as_u64()), (Some("all-MiniLM-L6-v2"), Some(0)), "{moved}");
+}
+
 fn search_wake_up_recall_and_inject_from_the_command_line(store: Store) {
     let sandbox = Sandbox::on(store);
     let models = model_dir();
@@ -901,6 +932,7 @@ on_both!(
     a_killed_import_keeps_every_acknowledged_drawer,
     without_a_model_drawers_are_filed_without_vectors_after_one_warning,
     vectors_are_stored_and_a_palace_moves_to_another_model,
+    a_palace_filed_with_f32_minilm_is_searched_by_the_default_one,
     search_wake_up_recall_and_inject_from_the_command_line,
     knowledge_graph_and_palace_graph_from_the_command_line,
 );
