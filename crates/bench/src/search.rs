@@ -129,9 +129,10 @@ pub(crate) fn time_searches(palace: &Palace, runs: usize) -> Result<(Value, Vec<
     summary["vector_stage"] = summarize(&vector_stage);
     summary["vector_scan"] = summarize(&vector_scan);
     for (scope, scope_samples) in scopes.iter().zip(&samples).skip(1) {
-        summary[scope.0] = summarize(scope_samples);
+        let scoped = summarize(scope_samples);
         summary[format!("{}_p50_ratio_to_whole", scope.0)] =
-            json!(percentile_of(scope_samples, 50.0) / percentile_of(&samples[0], 50.0));
+            json!(scoped["p50_ms"].as_f64().unwrap_or(f64::NAN) / summary["p50_ms"].as_f64().unwrap_or(f64::NAN));
+        summary[scope.0] = scoped;
     }
     Ok((summary, samples.swap_remove(0)))
 }
@@ -140,7 +141,8 @@ pub(crate) fn time_searches(palace: &Palace, runs: usize) -> Result<(Value, Vec<
 /// stored vector, averaged over the benchmark queries: what the vector
 /// stage loses to quantisation (random vectors, the worst case: their
 /// similarities crowd together).
-fn vector_recall(palace: &Palace, model: &str, embedder: &Arc<dyn Embedder>, k: usize) -> Result<f64> {
+fn vector_recall(palace: &Palace, embedder: &Arc<dyn Embedder>, k: usize) -> Result<f64> {
+    let model = embedder.model_id();
     let ws = WorkspaceId::default_workspace();
     let mut stored: Vec<(mempalace_core::DrawerId, Vec<f32>)> = Vec::new();
     let mut after: Option<mempalace_core::DrawerId> = None;
@@ -180,10 +182,13 @@ fn first_search_reopened(palace: &Palace, embedder: &Arc<dyn Embedder>) -> Resul
     Ok(started.elapsed().as_secs_f64() * 1e3)
 }
 
-fn percentile_of(samples: &[f64], p: f64) -> f64 {
-    let mut sorted = samples.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    crate::report::percentile(&sorted, p)
+/// [`time_searches`], then a new process's first search and the recall
+/// of the vector stage.
+fn time_palace(palace: &Palace, embedder: &Arc<dyn Embedder>, runs: usize) -> Result<(Value, Vec<f64>)> {
+    let (mut latency, raw) = time_searches(palace, runs)?;
+    latency["first_search_reopened_ms"] = json!(first_search_reopened(palace, embedder)?);
+    latency["vector_recall_at_100"] = json!(vector_recall(palace, embedder, mempalace_engine::search::CANDIDATES)?);
+    Ok((latency, raw))
 }
 
 fn time_wake_up(palace: &Palace, runs: usize) -> Result<Value> {
@@ -240,10 +245,7 @@ pub fn run(
     for &size in sizes {
         let store = fill(&scratch.path().join(format!("minilm-{size}.db")), size, minilm.model_id(), minilm.dim())?;
         let palace = Palace::new(store, WorkspaceId::default_workspace()).with_embedder(Arc::clone(&minilm));
-        let (mut latency, raw) = time_searches(&palace, runs)?;
-        latency["first_search_reopened_ms"] = json!(first_search_reopened(&palace, &minilm)?);
-        latency["vector_recall_at_100"] =
-            json!(vector_recall(&palace, minilm.model_id(), &minilm, mempalace_engine::search::CANDIDATES)?);
+        let (latency, raw) = time_palace(&palace, &minilm, runs)?;
         summary[format!("search_minilm_{size}")] = latency;
         summary[format!("wake_up_{size}")] = time_wake_up(&palace, 200)?;
         samples[format!("search_minilm_{size}")] = json!(raw);
@@ -251,14 +253,7 @@ pub fn run(
     if static_size > 0 {
         let store = fill(&scratch.path().join("static.db"), static_size, static_model.model_id(), static_model.dim())?;
         let palace = Palace::new(store, WorkspaceId::default_workspace()).with_embedder(Arc::clone(&static_model));
-        let (mut latency, raw) = time_searches(&palace, runs)?;
-        latency["first_search_reopened_ms"] = json!(first_search_reopened(&palace, &static_model)?);
-        latency["vector_recall_at_100"] = json!(vector_recall(
-            &palace,
-            static_model.model_id(),
-            &static_model,
-            mempalace_engine::search::CANDIDATES
-        )?);
+        let (latency, raw) = time_palace(&palace, &static_model, runs)?;
         summary[format!("search_static_{static_size}")] = latency;
         samples[format!("search_static_{static_size}")] = json!(raw);
     }

@@ -6,12 +6,13 @@
 //! 1. candidates: up to `CANDIDATES` from BM25 (query words, CJK segmented)
 //!    and up to `CANDIDATES` from the vector index (query embedded with the
 //!    configured model; skipped, and reported, when no embedder is
-//!    available), both restricted by the structured filter;
-//! 2. the head of the three lists (reciprocal rank fusion, k = 60) is
-//!    fetched; context filter, spatial order and distance cut-offs apply;
-//!    A query naming a date (`core::when`: "on 4 December 2023", "in
-//!    October 2023") adds a fourth list: the vector candidates among the
-//!    drawers filed within three days of it;
+//!    available), both restricted by the structured filter, and the
+//!    knowledge graph's; a query naming a day or a month (`core::when`:
+//!    "on 4 December 2023", "in October 2023") adds a fourth list, the
+//!    vector candidates among the drawers filed within three days of it;
+//! 2. the head of the lists (reciprocal rank fusion, k = 60), plus the
+//!    dated list's best, is fetched; context filter, spatial order and
+//!    distance cut-offs apply;
 //! 3. scoring (default): the drawer's cosine similarity, its lexical
 //!    evidence `1 − exp(−BM25 / 18)`, 0.2 × its graph score and, for a
 //!    query naming a date, [`DATE_WEIGHT`] when the drawer was filed then,
@@ -399,7 +400,6 @@ impl Palace {
             };
             let lexical_score = bm25.get(id).map_or(0.0, |s| lexical_evidence(*s));
             let graph_score = graph.get(id).copied().unwrap_or(0.0);
-            let date = if span.is_some_and(|span| span.covers(drawer.filed_at)) { DATE_WEIGHT } else { 0.0 };
             let mut parts = ScoreParts {
                 fusion: request.fusion,
                 lexical: lexical_score,
@@ -415,8 +415,8 @@ impl Palace {
                 }
                 Fusion::Weighted => {
                     let cosine = f64::from(similarity.unwrap_or(0.0));
-                    parts.date = date;
-                    combine_evidence(&[cosine, lexical_score, GRAPH_WEIGHT * graph_score, date])
+                    parts.date = if span.is_some_and(|span| span.covers(drawer.filed_at)) { DATE_WEIGHT } else { 0.0 };
+                    combine_evidence(&[cosine, lexical_score, GRAPH_WEIGHT * graph_score, parts.date])
                 }
                 Fusion::Seed0 => {
                     let similarity = f64::from(similarity.unwrap_or(0.0)).max(lexical_score);

@@ -110,7 +110,8 @@ struct State {
     /// Each slot's place, as a code into `place_names`.
     places: Vec<u32>,
     place_names: Vec<(String, String)>,
-    place_codes: HashMap<(String, String), u32>,
+    /// Wing → room → code.
+    place_codes: HashMap<String, HashMap<String, u32>>,
     /// Owned slots by id.
     slot_of: HashMap<DrawerId, usize>,
     /// Free owned slots.
@@ -139,11 +140,17 @@ impl State {
     /// The id of a slot (`None` for a base row whose bytes are not an id,
     /// which a snapshot written by us never holds).
     fn id(&self, slot: usize) -> Option<DrawerId> {
+        if slot >= self.base_rows() {
+            return Some(self.ids[slot - self.base_rows()].clone());
+        }
+        std::str::from_utf8(self.id_bytes(slot)).ok().and_then(|id| DrawerId::parse(id).ok())
+    }
+
+    /// The bytes of a slot's id.
+    fn id_bytes(&self, slot: usize) -> &[u8] {
         match &self.base {
-            Some(base) if slot < base.rows => {
-                std::str::from_utf8(base.id_bytes(slot)).ok().and_then(|id| DrawerId::parse(id).ok())
-            }
-            _ => Some(self.ids[slot - self.base_rows()].clone()),
+            Some(base) if slot < base.rows => base.id_bytes(slot),
+            _ => self.ids[slot - self.base_rows()].as_str().as_bytes(),
         }
     }
 
@@ -176,13 +183,12 @@ impl State {
     }
 
     fn place_code(&mut self, wing: &str, room: &str) -> u32 {
-        let key = (wing.to_string(), room.to_string());
-        if let Some(&code) = self.place_codes.get(&key) {
+        if let Some(&code) = self.place_codes.get(wing).and_then(|rooms| rooms.get(room)) {
             return code;
         }
         let code = u32::try_from(self.place_names.len()).expect("fewer than 2^32 places");
-        self.place_names.push(key.clone());
-        self.place_codes.insert(key, code);
+        self.place_names.push((wing.to_string(), room.to_string()));
+        self.place_codes.entry(wing.to_string()).or_default().insert(room.to_string(), code);
         code
     }
 
@@ -243,8 +249,8 @@ impl State {
     /// The live vectors as a snapshot payload (see [`State::from_snapshot`]).
     fn to_snapshot(&self) -> Vec<u8> {
         let live: Vec<usize> = (0..self.rows()).filter(|&slot| self.alive[slot]).collect();
-        let ids: Vec<Option<DrawerId>> = live.iter().map(|&slot| self.id(slot)).collect();
-        let id_bytes: usize = ids.iter().flatten().map(|id| id.as_str().len()).sum();
+        let ids: Vec<&[u8]> = live.iter().map(|&slot| self.id_bytes(slot)).collect();
+        let id_bytes: usize = ids.iter().map(|id| id.len()).sum();
         let mut out = Vec::with_capacity(64 + live.len() * (self.dim + 16) + id_bytes);
         out.extend_from_slice(SNAPSHOT_MAGIC);
         out.extend_from_slice(&(self.dim as u32).to_le_bytes());
@@ -266,17 +272,16 @@ impl State {
         out.resize(out.len().next_multiple_of(8), 0);
         let mut end = 0_u64;
         for id in &ids {
-            end += id.as_ref().map_or(0, |id| id.as_str().len() as u64);
+            end += id.len() as u64;
             out.extend_from_slice(&end.to_le_bytes());
         }
         let mut order: Vec<u32> = (0..u32::try_from(ids.len()).expect("fewer than 2^32 rows")).collect();
-        let key = |row: &u32| ids[*row as usize].as_ref().map_or("", |id| id.as_str());
-        order.sort_unstable_by(|a, b| key(a).cmp(key(b)));
+        order.sort_unstable_by(|a, b| ids[*a as usize].cmp(ids[*b as usize]));
         for row in order {
             out.extend_from_slice(&row.to_le_bytes());
         }
-        for id in ids.iter().flatten() {
-            out.extend_from_slice(id.as_str().as_bytes());
+        for id in &ids {
+            out.extend_from_slice(id);
         }
         for &slot in &live {
             out.extend_from_slice(self.row(slot));
@@ -335,7 +340,10 @@ impl State {
         {
             return None;
         }
-        let place_codes = place_names.iter().cloned().zip(0..).collect();
+        let mut place_codes: HashMap<String, HashMap<String, u32>> = HashMap::new();
+        for ((wing, room), code) in place_names.iter().zip(0..) {
+            place_codes.entry(wing.clone()).or_default().insert(room.clone(), code);
+        }
         Some(State {
             rev,
             dim,
@@ -447,33 +455,35 @@ impl TopK {
 /// in cache while they are sifted.
 const BLOCK: usize = 1024;
 
-/// Dot product of an int8 row with an f32 query.
-#[cfg(test)]
-fn dot_i8(row: &[u8], query: &[f32]) -> f32 {
-    row.iter().zip(query).map(|(&q, v)| f32::from(q as i8) * v).sum()
+/// Dot product of an int8 row (stored as two's-complement bytes) with an
+/// f32 query, in independent lanes so it vectorises; inlined into the
+/// kernels below, which are compiled per CPU level.
+#[inline(always)]
+fn dot_row(row: &[u8], query: &[f32]) -> f32 {
+    const LANES: usize = 16;
+    let dim = query.len();
+    let mut lanes = [0.0_f32; LANES];
+    let chunks = row.chunks_exact(LANES);
+    let mut tail = 0.0_f32;
+    for (&q, v) in chunks.remainder().iter().zip(&query[dim - dim % LANES..]) {
+        tail += f32::from(q as i8) * v;
+    }
+    for (chunk, query_chunk) in chunks.zip(query.chunks_exact(LANES)) {
+        for ((lane, &q), v) in lanes.iter_mut().zip(chunk).zip(query_chunk) {
+            *lane += f32::from(q as i8) * v;
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
 }
 
 /// Scores every row of `quantized` (rows of `query.len()` values) against
 /// the query: `scores[r] = scales[r] · Σ quantized[r][i] · query[i]`. One
-/// call for the whole matrix, so the loop is compiled for the CPU's widest
+/// call for a block of rows, so the loop is compiled for the CPU's widest
 /// vectors and never leaves it.
 #[multiversion(targets("x86_64+avx512f+avx512bw+avx512vl", "x86_64+avx2+fma"))]
 fn score_all(quantized: &[u8], scales: &[f32], query: &[f32], scores: &mut [f32]) {
-    const LANES: usize = 16;
-    let dim = query.len();
-    for ((row, scale), score) in quantized.chunks_exact(dim).zip(scales).zip(scores.iter_mut()) {
-        let mut lanes = [0.0_f32; LANES];
-        let chunks = row.chunks_exact(LANES);
-        let mut tail = 0.0_f32;
-        for (&q, v) in chunks.remainder().iter().zip(&query[dim - dim % LANES..]) {
-            tail += f32::from(q as i8) * v;
-        }
-        for (chunk, query_chunk) in chunks.zip(query.chunks_exact(LANES)) {
-            for ((lane, &q), v) in lanes.iter_mut().zip(chunk).zip(query_chunk) {
-                *lane += f32::from(q as i8) * v;
-            }
-        }
-        *score = (lanes.iter().sum::<f32>() + tail) * scale;
+    for ((row, scale), score) in quantized.chunks_exact(query.len()).zip(scales).zip(scores.iter_mut()) {
+        *score = dot_row(row, query) * scale;
     }
 }
 
@@ -481,25 +491,12 @@ fn score_all(quantized: &[u8], scales: &[f32], query: &[f32], scores: &mut [f32]
 /// `rows[i]` with scale `scales[i]`.
 #[multiversion(targets("x86_64+avx512f+avx512bw+avx512vl", "x86_64+avx2+fma"))]
 fn score_rows(rows: &[&[u8]], scales: &[f32], query: &[f32], scores: &mut [f32]) {
-    const LANES: usize = 16;
-    let dim = query.len();
     for ((row, scale), score) in rows.iter().zip(scales).zip(scores.iter_mut()) {
-        let mut lanes = [0.0_f32; LANES];
-        let chunks = row.chunks_exact(LANES);
-        let mut tail = 0.0_f32;
-        for (&q, v) in chunks.remainder().iter().zip(&query[dim - dim % LANES..]) {
-            tail += f32::from(q as i8) * v;
-        }
-        for (chunk, query_chunk) in chunks.zip(query.chunks_exact(LANES)) {
-            for ((lane, &q), v) in lanes.iter_mut().zip(chunk).zip(query_chunk) {
-                *lane += f32::from(q as i8) * v;
-            }
-        }
-        *score = (lanes.iter().sum::<f32>() + tail) * scale;
+        *score = dot_row(row, query) * scale;
     }
 }
 
-/// Scores the live slots among `slots` into `top`.
+/// Scores `slots` (live ones: callers filter) into `top`.
 fn score_slots(state: &State, query: &[f32], slots: &[usize], top: &mut TopK) {
     let mut rows: Vec<&[u8]> = Vec::with_capacity(BLOCK);
     let mut scales: Vec<f32> = Vec::with_capacity(BLOCK);
@@ -905,7 +902,7 @@ mod tests {
                 .map(|d| {
                     let slot = state.slot_of[&d.id];
                     let row = &state.quantized[slot * dim..(slot + 1) * dim];
-                    (d.id.clone(), dot_i8(row, &query) * state.scales[slot])
+                    (d.id.clone(), dot_row(row, &query) * state.scales[slot])
                 })
                 .collect()
         };
@@ -1120,6 +1117,6 @@ mod tests {
         let row: Vec<i8> = (0..50).map(|i| (i * 5 - 120) as i8).collect();
         let query: Vec<f32> = (0..50).map(|i| i as f32 / 50.0).collect();
         let exact: f32 = row.iter().zip(&query).map(|(&r, q)| f32::from(r) * q).sum();
-        assert!((dot_i8(&row.iter().map(|&q| q as u8).collect::<Vec<u8>>(), &query) - exact).abs() < 1e-3);
+        assert!((dot_row(&row.iter().map(|&q| q as u8).collect::<Vec<u8>>(), &query) - exact).abs() < 1e-3);
     }
 }
