@@ -98,6 +98,11 @@ pub(crate) fn time_searches(palace: &Palace, runs: usize) -> Result<(Value, Vec<
     let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(runs); scopes.len()];
     let mut vector_stage = Vec::with_capacity(runs);
     let mut vector_scan = Vec::with_capacity(runs);
+    // The other stages of a whole-palace search, each timed alone after
+    // it, so a tail can be traced to the stage that has it.
+    let mut lexical_stage = Vec::with_capacity(runs);
+    let mut fetch_stage = Vec::with_capacity(runs);
+    let mut access_stage = Vec::with_capacity(runs);
     for i in 0..runs {
         for turn in 0..scopes.len() {
             let scope = (i + turn) % scopes.len();
@@ -119,8 +124,19 @@ pub(crate) fn time_searches(palace: &Palace, runs: usize) -> Result<(Value, Vec<
                 // The scan alone, without the store's change feed.
                 let index = palace.vector_index(&model);
                 let started = Instant::now();
-                index.search(&query, mempalace_engine::search::CANDIDATES, Restriction::None);
+                let nearest = index.search(&query, mempalace_engine::search::CANDIDATES, Restriction::None);
                 vector_scan.push(started.elapsed().as_secs_f64() * 1e3);
+                lexical_stage.push(time_lexical(palace, QUERIES[i % QUERIES.len()])?);
+                // The fetch of a head of 50 candidates, vectors included.
+                let head: Vec<_> = nearest.iter().take(50).map(|(id, _)| id.clone()).collect();
+                let started = Instant::now();
+                palace.store().drawers(palace.workspace(), &head)?;
+                fetch_stage.push(started.elapsed().as_secs_f64() * 1e3);
+                // What access tracking writes after a search of ten hits.
+                let hits: Vec<_> = outcome.hits.iter().map(|hit| hit.drawer.id.clone()).collect();
+                let started = Instant::now();
+                palace.store().touch_access(palace.workspace(), &hits, chrono::Utc::now())?;
+                access_stage.push(started.elapsed().as_secs_f64() * 1e3);
             }
         }
     }
@@ -128,6 +144,9 @@ pub(crate) fn time_searches(palace: &Palace, runs: usize) -> Result<(Value, Vec<
     summary["first_search_ms"] = json!(first_ms);
     summary["vector_stage"] = summarize(&vector_stage);
     summary["vector_scan"] = summarize(&vector_scan);
+    summary["lexical_stage"] = summarize(&lexical_stage);
+    summary["fetch_stage"] = summarize(&fetch_stage);
+    summary["access_tracking"] = summarize(&access_stage);
     for (scope, scope_samples) in scopes.iter().zip(&samples).skip(1) {
         let scoped = summarize(scope_samples);
         summary[format!("{}_p50_ratio_to_whole", scope.0)] =
@@ -135,6 +154,18 @@ pub(crate) fn time_searches(palace: &Palace, runs: usize) -> Result<(Value, Vec<
         summary[scope.0] = scoped;
     }
     Ok((summary, samples.swap_remove(0)))
+}
+
+/// The lexical stage of a search alone: document frequencies, the choice
+/// of selective terms, the BM25 query.
+fn time_lexical(palace: &Palace, query: &str) -> Result<f64> {
+    use mempalace_engine::search::{CANDIDATES, max_term_frequency, query_terms, selective_terms};
+    let started = Instant::now();
+    let terms = query_terms(query);
+    let (documents, frequencies) = palace.store().term_frequencies(&terms, max_term_frequency)?;
+    let kept = selective_terms(&terms, &frequencies, documents);
+    palace.store().lexical_search(palace.workspace(), &kept, &DrawerFilter::default(), CANDIDATES)?;
+    Ok(started.elapsed().as_secs_f64() * 1e3)
 }
 
 /// Recall@`k` of the index's int8 scan against an exact f32 scan of every

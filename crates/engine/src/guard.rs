@@ -416,8 +416,8 @@ impl StoreRead for GuardedStore {
         self.inner.lexical_search(workspace, terms, &self.scoped(filter), limit)
     }
 
-    fn term_frequencies(&self, terms: &[String]) -> StoreResult<(u64, Vec<u64>)> {
-        self.inner.term_frequencies(terms)
+    fn term_frequencies(&self, terms: &[String], bound: fn(u64) -> u64) -> StoreResult<(u64, Vec<u64>)> {
+        self.inner.term_frequencies(terms, bound)
     }
 
     fn filtered_ids(&self, workspace: &WorkspaceId, filter: &DrawerFilter) -> StoreResult<Vec<DrawerId>> {

@@ -219,17 +219,19 @@ pub fn query_terms(query: &str) -> Vec<String> {
     if kept.is_empty() { all } else { kept }
 }
 
-/// Most drawers a lexical term may occur in before it is left out of the
-/// BM25 query: one in twenty, or 2,000 drawers in a small palace. Such a
-/// term carries little IDF and would make BM25 score a large part of the
-/// palace (FTS5 scores every matching row, about 2 µs each).
-pub fn max_term_frequency(documents: u64) -> u64 {
-    (documents / 20).max(2_000)
-}
-
 /// Most matching rows (summed over the kept terms) one BM25 query may
 /// score, which bounds its time at about 12 ms on this machine.
 pub const MAX_LEXICAL_POSTINGS: u64 = 6_000;
+
+/// Most drawers a lexical term may occur in before it is left out of the
+/// BM25 query: one in twenty, or 2,000 drawers in a small palace, and
+/// never more than [`MAX_LEXICAL_POSTINGS`]. A common term carries little
+/// IDF and would make BM25 score a large part of the palace (FTS5 scores
+/// every matching row, about 2 µs each); the ceiling (reached from 120,000
+/// drawers) keeps even a query's rarest term within the lexical budget.
+pub fn max_term_frequency(documents: u64) -> u64 {
+    (documents / 20).clamp(2_000, MAX_LEXICAL_POSTINGS)
+}
 
 /// The terms worth a BM25 query, rarest first: those occurring in at most
 /// [`max_term_frequency`] drawers, while their postings add up to at most
@@ -485,7 +487,7 @@ impl Palace {
     /// [`selective_terms`]) searched in the full-text index.
     fn lexical_candidates(&self, query: &str, filter: &DrawerFilter) -> EngineResult<Vec<(DrawerId, f64)>> {
         let all_terms = query_terms(query);
-        let (documents, frequencies) = self.store().term_frequencies(&all_terms)?;
+        let (documents, frequencies) = self.store().term_frequencies(&all_terms, max_term_frequency)?;
         let terms = selective_terms(&all_terms, &frequencies, documents);
         Ok(self.store().lexical_search(self.workspace(), &terms, filter, CANDIDATES)?)
     }
@@ -640,6 +642,15 @@ mod tests {
             "postings budget"
         );
         assert!(selective_terms(&[], &[], 10).is_empty());
+        assert_eq!(
+            selective_terms(&terms, &[40_000, 9_000, 0, 0], 1_000_000),
+            Vec::<String>::new(),
+            "in a large palace even the rarest term stays within the postings budget"
+        );
+        assert_eq!(selective_terms(&terms, &[40_000, 5_500, 0, 0], 1_000_000), vec!["gripper"]);
+        assert_eq!(max_term_frequency(10_000), 2_000);
+        assert_eq!(max_term_frequency(100_000), 5_000);
+        assert_eq!(max_term_frequency(1_000_000), MAX_LEXICAL_POSTINGS);
     }
 
     #[test]

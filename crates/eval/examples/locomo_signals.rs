@@ -27,7 +27,7 @@ use mempalace_core::exchange::exchanges;
 use mempalace_core::vector::cosine;
 use mempalace_core::{Room, Wing, WorkspaceId};
 use mempalace_embed::minilm::MiniLm;
-use mempalace_engine::search::{query_terms, selective_terms};
+use mempalace_engine::search::{max_term_frequency, query_terms, selective_terms};
 use mempalace_engine::{IngestRequest, Palace, SearchRequest};
 use mempalace_eval::locomo;
 use mempalace_sqlite::{SqliteOptions, SqliteStore};
@@ -119,7 +119,7 @@ fn main() {
                 turn_max[*i] = turn_max[*i].max(cosine(&q, v));
             }
             let all_terms = query_terms(&question.question);
-            let (docs, freqs) = palace.store().term_frequencies(&all_terms).unwrap();
+            let (docs, freqs) = palace.store().term_frequencies(&all_terms, max_term_frequency).unwrap();
             let terms = selective_terms(&all_terms, &freqs, docs);
             let lexical =
                 palace.store().lexical_search(palace.workspace(), &terms, &DrawerFilter::default(), 100_000).unwrap();

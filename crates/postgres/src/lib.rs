@@ -383,8 +383,8 @@ impl StoreRead for PgStore {
         self.run(self.read(async |tx| query::lexical_search(tx, workspace, terms, filter, limit).await))
     }
 
-    fn term_frequencies(&self, terms: &[String]) -> StoreResult<(u64, Vec<u64>)> {
-        self.run(self.read(async |tx| query::term_frequencies(tx, terms).await))
+    fn term_frequencies(&self, terms: &[String], bound: fn(u64) -> u64) -> StoreResult<(u64, Vec<u64>)> {
+        self.run(self.read(async |tx| query::term_frequencies(tx, terms, bound).await))
     }
 
     fn filtered_ids(&self, workspace: &WorkspaceId, filter: &DrawerFilter) -> StoreResult<Vec<DrawerId>> {

@@ -148,13 +148,17 @@ async fn frequency_bound(tx: &Transaction<'_>) -> StoreResult<i64> {
     Ok(EXACT_FREQUENCY_LIMIT.max(documents / 20))
 }
 
-pub(crate) async fn term_frequencies(tx: &Transaction<'_>, terms: &[String]) -> StoreResult<(u64, Vec<u64>)> {
+pub(crate) async fn term_frequencies(
+    tx: &Transaction<'_>,
+    terms: &[String],
+    bound: fn(u64) -> u64,
+) -> StoreResult<(u64, Vec<u64>)> {
     let documents: i64 = tx
         .query_one("SELECT coalesce(sum(drawers), 0)::bigint FROM room_counts", &[])
         .await
         .ctx("counting documents")?
         .get(0);
-    let bound = frequency_bound(tx).await?;
+    let bound = i64::try_from(bound(u64::try_from(documents).unwrap_or(0))).unwrap_or(i64::MAX - 1);
     let mut counts = Vec::with_capacity(terms.len());
     for lexemes in lexemes_of(tx, terms).await? {
         counts.push(document_frequency(tx, &lexemes, bound).await?);

@@ -330,8 +330,8 @@ impl StoreRead for SqliteStore {
         self.read(|conn| query::lexical_search(conn, workspace, terms, filter, limit))
     }
 
-    fn term_frequencies(&self, terms: &[String]) -> StoreResult<(u64, Vec<u64>)> {
-        self.read(|conn| query::term_frequencies(conn, terms))
+    fn term_frequencies(&self, terms: &[String], bound: fn(u64) -> u64) -> StoreResult<(u64, Vec<u64>)> {
+        self.read(|conn| query::term_frequencies(conn, terms, bound))
     }
 
     fn filtered_ids(&self, workspace: &WorkspaceId, filter: &DrawerFilter) -> StoreResult<Vec<DrawerId>> {

@@ -113,20 +113,32 @@ pub(crate) fn lexical_search(
         .collect()
 }
 
-pub(crate) fn term_frequencies(conn: &Connection, terms: &[String]) -> StoreResult<(u64, Vec<u64>)> {
+/// Counts stop one row past `bound(documents)`: counting walks a term's
+/// whole posting list (about 0.17 µs a row, 150 ms for a term in most of a
+/// million drawers), and a term above the bound is left out of the BM25
+/// query whatever its exact count.
+pub(crate) fn term_frequencies(
+    conn: &Connection,
+    terms: &[String],
+    bound: fn(u64) -> u64,
+) -> StoreResult<(u64, Vec<u64>)> {
     let c = "counting term frequencies";
     let documents: i64 =
         conn.query_row("SELECT coalesce(sum(drawers), 0) FROM room_counts", [], |row| row.get(0)).ctx(c)?;
-    let mut stmt = conn.prepare_cached("SELECT count(*) FROM drawers_fts WHERE drawers_fts MATCH ?1").ctx(c)?;
+    let documents = u64::try_from(documents).unwrap_or(0);
+    let limit = i64::try_from(bound(documents)).unwrap_or(i64::MAX - 1) + 1;
+    let mut stmt = conn
+        .prepare_cached("SELECT count(*) FROM (SELECT 1 FROM drawers_fts WHERE drawers_fts MATCH ?1 LIMIT ?2)")
+        .ctx(c)?;
     let mut counts = Vec::with_capacity(terms.len());
     for term in terms {
         let count: i64 = match match_expression(std::slice::from_ref(term)) {
-            Some(expression) => stmt.query_row(params![expression], |row| row.get(0)).ctx(c)?,
+            Some(expression) => stmt.query_row(params![expression, limit], |row| row.get(0)).ctx(c)?,
             None => 0,
         };
         counts.push(u64::try_from(count).unwrap_or(0));
     }
-    Ok((u64::try_from(documents).unwrap_or(0), counts))
+    Ok((documents, counts))
 }
 
 pub(crate) fn filtered_ids(

@@ -44,6 +44,7 @@ macro_rules! conformance_suite {
             check_verify_and_rebuild,
             check_embedding_lookup_and_backfill,
             check_lexical_search_and_filters,
+            check_term_frequencies,
             check_vector_change_feed,
             check_listings_and_access,
             check_knowledge_graph,
@@ -684,6 +685,29 @@ pub fn check_lexical_search_and_filters(store: &dyn Store) {
     assert!(search(&["postgresql"], &all).is_empty(), "superseded drawers are hidden");
     let hidden = DrawerFilter { include_hidden: true, ..DrawerFilter::default() };
     assert_eq!(search(&["postgresql"], &hidden), vec![decision.id]);
+}
+
+/// Document frequencies count the drawers holding a term (stemmed like the
+/// lexical index), exactly up to the caller's bound of the palace's size;
+/// above it, any number above the bound.
+pub fn check_term_frequencies(store: &dyn Store) {
+    let ws = workspace("default");
+    let mut drawers: Vec<Drawer> = (0..7)
+        .map(|i| drawer(&ws, "lab", "gripper", &format!("The gripper number {i} was recalibrated after the drop.")))
+        .collect();
+    drawers.push(drawer(&ws, "lab", "errors", "Firmware error E4471 came back on the second gripper."));
+    drawers.push(drawer(&ws, "lab", "errors", "E4471 again, after the firmware update."));
+    drawers.extend((0..3).map(|i| drawer(&ws, "home", "notes", &format!("Groceries for week {i}: apples and bread."))));
+    store.put_drawers(&drawers).expect("put");
+    let terms: Vec<String> = ["grippers", "e4471", "absent"].map(String::from).to_vec();
+    let (documents, counts) = store.term_frequencies(&terms, |_| 100).expect("frequencies");
+    assert_eq!(documents, 12);
+    assert_eq!(counts, vec![8, 2, 0], "exact under the bound; porter stemming: grippers ~ gripper");
+    // The bound is a function of the palace's size: 12 / 4 = 3 here.
+    let (documents, counts) = store.term_frequencies(&terms, |documents| documents / 4).expect("frequencies");
+    assert_eq!(documents, 12);
+    assert!(counts[0] > 3, "a term above the bound reports more than the bound: {counts:?}");
+    assert_eq!(&counts[1..], &[2, 0], "terms under the bound stay exact");
 }
 
 /// The change feed gives an index every insert, vector change, hide and
@@ -1669,6 +1693,7 @@ pub fn run_all(mut fresh: impl FnMut() -> Arc<dyn Store>) {
     check_verify_and_rebuild(fresh().as_ref());
     check_embedding_lookup_and_backfill(fresh().as_ref());
     check_lexical_search_and_filters(fresh().as_ref());
+    check_term_frequencies(fresh().as_ref());
     check_vector_change_feed(fresh().as_ref());
     check_listings_and_access(fresh().as_ref());
     check_knowledge_graph(fresh().as_ref());

@@ -129,9 +129,12 @@ pub trait StoreRead: Send + Sync {
         limit: usize,
     ) -> StoreResult<Vec<(DrawerId, f64)>>;
 
-    /// Document frequencies for BM25 normalisation: the number of indexed
+    /// Document frequencies for choosing BM25 terms: the number of indexed
     /// drawers in the palace, and for each term the number containing it.
-    fn term_frequencies(&self, terms: &[String]) -> StoreResult<(u64, Vec<u64>)>;
+    /// A count is exact up to `bound(documents)`; above it, a store may
+    /// stop counting and report any number above the bound, so that a term
+    /// in most of a million drawers costs no more to count than a rare one.
+    fn term_frequencies(&self, terms: &[String], bound: fn(u64) -> u64) -> StoreResult<(u64, Vec<u64>)>;
 
     /// Ids of every drawer passing `filter` (for restricting vector search).
     fn filtered_ids(&self, workspace: &WorkspaceId, filter: &DrawerFilter) -> StoreResult<Vec<DrawerId>>;
