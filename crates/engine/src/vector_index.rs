@@ -516,8 +516,11 @@ fn score_slots(state: &State, query: &[f32], slots: &[usize], top: &mut TopK) {
     }
 }
 
-/// Rows from which a whole-index scan is split over threads.
-const PARALLEL_ROWS: usize = 200_000;
+/// Rows from which a whole-index scan is split over threads. Two threads
+/// scan 384-d rows in 0.57× the time of one at 50,000 rows and 0.55× at
+/// 100,000 (measured on 2 cores, same run); below 50,000 the scan takes
+/// under 2 ms and a second thread saves too little to be worth waking.
+const PARALLEL_ROWS: usize = 50_000;
 
 /// Threads for a whole-index scan of `rows` rows.
 fn scan_threads(rows: usize) -> usize {
