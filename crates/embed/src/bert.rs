@@ -2,8 +2,11 @@
 //!
 //! Weights are read from the model's safetensors (Hugging Face names, with
 //! or without a `bert.` prefix): the embedding tables in place in the
-//! mapped file (a text touches only its own tokens' rows), the dense
-//! layers transposed for the multiply (the six layers in parallel). The forward pass packs the tokens of all texts of a pass into
+//! mapped file (a text touches only its own tokens' rows), and the dense
+//! layers too, in PyTorch's `[out, in]` layout, which the multiply reads
+//! transposed: a one-text process copies no weights at all (transposing
+//! them cost such a process about half its load time). The int8 and bf16
+//! paths convert from the same in-place weights. The forward pass packs the tokens of all texts of a pass into
 //! one `[tokens, hidden]` matrix with no padding: the dense layers run as
 //! one large multiply over every token (split over the cores by `gemm`),
 //! and attention runs per text over its own length only (texts spread over
@@ -58,10 +61,12 @@ enum Activation {
     Gelu,
 }
 
-/// A dense layer with its weight stored `[in, out]` (row-major), or its
-/// int8 or bf16 (AMX) form once converted.
+/// A dense layer: its f32 weight as one or more `[part outputs, in]`
+/// matrices (PyTorch's layout, read in place; the fused query/key/value
+/// layer has three parts, whose outputs sit side by side), or its int8 or
+/// bf16 (AMX) form once converted.
 struct Dense {
-    weight: Vec<f32>,
+    parts: Vec<Floats>,
     int8: Option<Int8Matrix>,
     bf16: Option<Bf16Matrix>,
     bias: Vec<f32>,
@@ -121,16 +126,29 @@ fn values(vb: &Scope, shape: &[usize], name: &str) -> EmbedResult<Vec<f32>> {
     vb.get(shape, name)
 }
 
-/// Reads a PyTorch linear layer (`weight [out, in]`) stored transposed.
-fn dense_parts(vb: &Scope, inputs: usize, outputs: usize) -> EmbedResult<(Vec<f32>, Vec<f32>)> {
-    let weight = vb.get_transposed(outputs, inputs, "weight")?;
+/// Reads a PyTorch linear layer (`weight [out, in]`, in place).
+fn dense(vb: &Scope, inputs: usize, outputs: usize) -> EmbedResult<Dense> {
+    let weight = vb.floats(&[outputs, inputs], "weight")?;
     let bias = values(vb, &[outputs], "bias")?;
-    Ok((weight, bias))
+    Ok(Dense { parts: vec![weight], int8: None, bf16: None, bias, inputs, outputs })
 }
 
-fn dense(vb: &Scope, inputs: usize, outputs: usize) -> EmbedResult<Dense> {
-    let (weight, bias) = dense_parts(vb, inputs, outputs)?;
-    Ok(Dense { weight, int8: None, bf16: None, bias, inputs, outputs })
+impl Dense {
+    /// The weight as one `[in, out]` matrix (row-major), for the int8 and
+    /// bf16 conversions.
+    fn transposed(&self) -> Vec<f32> {
+        let mut out = vec![0.0_f32; self.inputs * self.outputs];
+        let part_outputs = self.outputs / self.parts.len().max(1);
+        for (index, part) in self.parts.iter().enumerate() {
+            for (o, row) in part.chunks_exact(self.inputs).enumerate() {
+                let column = index * part_outputs + o;
+                for (i, value) in row.iter().enumerate() {
+                    out[i * self.outputs + column] = *value;
+                }
+            }
+        }
+        out
+    }
 }
 
 /// A dense layer's AMX weights (the AMX path runs only after
@@ -161,24 +179,21 @@ impl Bert {
         let hidden = config.hidden_size;
         let embeddings = vb.pp("embeddings");
         let token_type = values(&embeddings, &[config.type_vocab_size, hidden], "token_type_embeddings.weight")?;
-        // Transposing the dense weights is the load's main cost (42 MB for
-        // MiniLM); the layers are independent.
         let layers = (0..config.num_hidden_layers)
-            .into_par_iter()
             .map(|index| {
                 let layer = vb.pp(&format!("encoder.layer.{index}"));
                 let attention = layer.pp("attention");
-                // Query, key and value fused into one [hidden, 3·hidden]
-                // multiply: row i holds row i of each transposed weight.
-                let mut weight = vec![0.0_f32; hidden * 3 * hidden];
+                // Query, key and value make one [tokens, 3·hidden] output
+                // (three multiplies, one per weight, side by side).
+                let mut parts = Vec::with_capacity(3);
                 let mut bias = Vec::with_capacity(3 * hidden);
-                for (part, name) in ["self.query", "self.key", "self.value"].into_iter().enumerate() {
+                for name in ["self.query", "self.key", "self.value"] {
                     let scope = attention.pp(name);
-                    scope.transpose_into(hidden, hidden, "weight", &mut weight, 3 * hidden, part * hidden)?;
+                    parts.push(scope.floats(&[hidden, hidden], "weight")?);
                     bias.extend(values(&scope, &[hidden], "bias")?);
                 }
                 Ok(Layer {
-                    qkv: Dense { weight, int8: None, bf16: None, bias, inputs: hidden, outputs: 3 * hidden },
+                    qkv: Dense { parts, int8: None, bf16: None, bias, inputs: hidden, outputs: 3 * hidden },
                     attention_output: dense(&attention.pp("output.dense"), hidden, hidden)?,
                     attention_norm: norm(&attention.pp("output.LayerNorm"), hidden)?,
                     intermediate: dense(&layer.pp("intermediate.dense"), hidden, config.intermediate_size)?,
@@ -208,12 +223,12 @@ impl Bert {
     /// Quantises every dense layer to int8 (per-column weights, per-token
     /// activations at run time). Attention stays f32. Frees the f32 weights.
     pub fn quantize_int8(&mut self) {
-        for layer in &mut self.layers {
+        self.layers.par_iter_mut().for_each(|layer| {
             for dense in [&mut layer.qkv, &mut layer.attention_output, &mut layer.intermediate, &mut layer.output] {
-                dense.int8 = Some(Int8Matrix::quantize(&dense.weight, dense.inputs, dense.outputs));
-                dense.weight = Vec::new();
+                dense.int8 = Some(Int8Matrix::quantize(&dense.transposed(), dense.inputs, dense.outputs));
+                dense.parts = Vec::new();
             }
-        }
+        });
     }
 
     /// Rounds every dense layer's weights to bf16 in the AMX tile layout
@@ -231,12 +246,13 @@ impl Bert {
                 self.hidden / self.heads
             )));
         }
-        for layer in &mut self.layers {
+        // The layers are independent: converted in parallel.
+        self.layers.par_iter_mut().for_each(|layer| {
             for dense in [&mut layer.qkv, &mut layer.attention_output, &mut layer.intermediate, &mut layer.output] {
-                dense.bf16 = Some(Bf16Matrix::pack(&dense.weight, dense.inputs, dense.outputs));
-                dense.weight = Vec::new();
+                dense.bf16 = Some(Bf16Matrix::pack(&dense.transposed(), dense.inputs, dense.outputs));
+                dense.parts = Vec::new();
             }
-        }
+        });
         self.amx = true;
         Ok(())
     }
@@ -464,23 +480,34 @@ impl Bert {
         }
     }
 
-    /// `out[tokens, outputs] = input[tokens, inputs] · weight` (bias added by the caller).
+    /// `out[tokens, outputs] = input[tokens, inputs] · weightᵀ` (bias added
+    /// by the caller): each part's `[part outputs, in]` weight is read as
+    /// its transpose and writes its own columns of `out`.
     fn dense(&self, input: &[f32], tokens: usize, layer: &Dense, out: &mut [f32], threads: usize) {
         if let Some(int8) = &layer.int8 {
             kernels::int8_matmul(input, tokens, int8, out, threads);
             return;
         }
-        matmul(
-            input,
-            View::dense(0, tokens, layer.inputs),
-            &layer.weight,
-            View::dense(0, layer.inputs, layer.outputs),
-            out,
-            View::dense(0, tokens, layer.outputs),
-            1.0,
-            false,
-            threads,
-        );
+        let part_outputs = layer.outputs / layer.parts.len().max(1);
+        for (index, part) in layer.parts.iter().enumerate() {
+            matmul(
+                input,
+                View::dense(0, tokens, layer.inputs),
+                part,
+                View { offset: 0, rows: layer.inputs, cols: part_outputs, row_stride: 1, col_stride: layer.inputs },
+                out,
+                View {
+                    offset: index * part_outputs,
+                    rows: tokens,
+                    cols: part_outputs,
+                    row_stride: layer.outputs,
+                    col_stride: 1,
+                },
+                1.0,
+                false,
+                threads,
+            );
+        }
     }
 
     fn residual_norm(x: &mut [f32], residual: &[f32], bias: &[f32], norm: &Norm, h: usize, eps: f32) {
