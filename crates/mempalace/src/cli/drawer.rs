@@ -89,8 +89,9 @@ pub(super) fn read_text(text: String) -> Result<String> {
     })
 }
 
-pub fn add(palace: &Palace, args: AddArgs) -> Result<()> {
-    let text = read_text(args.text)?;
+/// Files `text` (the argument, or stdin when it is `-`, already read by
+/// the caller: its length chooses the embedder's precision).
+pub fn add(palace: &Palace, args: AddArgs, text: String) -> Result<()> {
     let mut request =
         IngestRequest::new(Wing::parse(&args.wing)?, Room::parse(&args.room)?, text.clone(), args.added_by);
     request.hall = args.hall.as_deref().map(Hall::parse).transpose()?;

@@ -14,6 +14,20 @@ use mempalace_embed::static_model::StaticModel;
 
 use crate::settings::{EmbedderKind, Settings};
 
+/// The settings for a process that embeds one short text (`add` of a text
+/// that fits one drawer, `search`, `inject`): the default MiniLM runs in
+/// f32 there. Packing the weights for the AMX unit costs such a process
+/// more at load (about 40 ms) than the unit saves on one text; f32 gives
+/// the same vectors under the same model id (cosine ≥ 0.9999), so nothing
+/// filed either way needs embedding again.
+pub fn for_one_text(settings: &Settings) -> Settings {
+    let mut settings = settings.clone();
+    if settings.embedder == EmbedderKind::MiniLm {
+        settings.embedder = EmbedderKind::MiniLmF32;
+    }
+    settings
+}
+
 /// The configured provider, or `None` (with a warning) when its model files
 /// are missing or the embedder is `none`.
 pub fn build(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>> {
@@ -78,4 +92,26 @@ fn remote(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>> {
         settings.remote_embed.as_ref().map_or("not set", |endpoint| endpoint.base_url.as_str())
     ))
     .into())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::settings::{Overrides, resolve};
+
+    #[test]
+    fn one_text_processes_run_the_default_minilm_in_f32_and_keep_any_chosen_embedder() {
+        let home = tempfile::tempdir().unwrap();
+        let with = |embedder: Option<EmbedderKind>| {
+            let flags = Overrides { embedder, ..Overrides::default() };
+            resolve(&BTreeMap::new(), Some(home.path()), &flags).unwrap()
+        };
+        assert_eq!(with(None).embedder, EmbedderKind::MiniLm, "the default");
+        assert_eq!(for_one_text(&with(None)).embedder, EmbedderKind::MiniLmF32);
+        for chosen in [EmbedderKind::MiniLmF32, EmbedderKind::MiniLmInt8, EmbedderKind::Static, EmbedderKind::None] {
+            assert_eq!(for_one_text(&with(Some(chosen))).embedder, chosen, "{chosen:?} is kept");
+        }
+    }
 }

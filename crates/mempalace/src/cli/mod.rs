@@ -576,13 +576,25 @@ pub fn run(cli: Cli, env: &BTreeMap<String, String>) -> Result<()> {
     tracing::debug!(palace = %settings.location(), workspace = %settings.workspace, "settings resolved");
     match cli.command {
         Command::Init(args) => palace::init(&settings, args),
-        Command::Add(args) => drawer::add(&open_with_embedder(&settings, Access::Create)?, args),
+        Command::Add(args) => {
+            let text = drawer::read_text(args.text.clone())?;
+            let settings = if text.chars().count() <= mempalace_core::chunk::CHUNK_SIZE {
+                embedder::for_one_text(&settings)
+            } else {
+                settings
+            };
+            drawer::add(&open_with_embedder(&settings, Access::Create)?, args, text)
+        }
         Command::Status(args) => palace::status(&open_palace(&settings, Access::Read)?, args),
         Command::Get(args) => drawer::get(&open_palace(&settings, Access::Read)?, args),
-        Command::Search(args) => retrieve::search(&open_with_embedder(&settings, Access::Read)?, args),
+        Command::Search(args) => {
+            retrieve::search(&open_with_embedder(&embedder::for_one_text(&settings), Access::Read)?, args)
+        }
         Command::WakeUp(args) => retrieve::wake_up(&open_palace(&settings, Access::Read)?, args),
         Command::Recall(args) => retrieve::recall(&open_palace(&settings, Access::Read)?, args),
-        Command::Inject(args) => retrieve::inject(&open_with_embedder(&settings, Access::Read)?, args),
+        Command::Inject(args) => {
+            retrieve::inject(&open_with_embedder(&embedder::for_one_text(&settings), Access::Read)?, args)
+        }
         Command::Delete(args) => drawer::delete(&open_palace(&settings, Access::Update)?, args),
         Command::Identity(command) => identity::run(&settings, command),
         Command::Export(args) => transfer::export(&open_palace(&settings, Access::Read)?, args),
