@@ -245,6 +245,36 @@ pub fn softmax_rows(x: &mut [f32], width: usize) {
     }
 }
 
+/// `out[o · tokens + t] = w[o] · x[t]`: every row of `w` (PyTorch's
+/// `[outputs, inputs]` layout, `inputs` wide) dotted with every token of
+/// `x` (`[tokens, inputs]`). Both operands are read along their rows, the
+/// weight once from start to end; for a few tokens this beats a general
+/// multiply, which would read the weight transposed, column by column.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx512dq", "x86_64+avx2+fma"))]
+pub fn dot_rows(x: &[f32], inputs: usize, w: &[f32], out: &mut [f32]) {
+    let tokens = x.len() / inputs;
+    for (row, out_row) in w.chunks_exact(inputs).zip(out.chunks_exact_mut(tokens)) {
+        for (token, value) in x.chunks_exact(inputs).zip(out_row.iter_mut()) {
+            *value = dot(row, token);
+        }
+    }
+}
+
+/// A dot product in 16 independent lanes (which vectorise), summed at the end.
+#[inline(always)]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0.0_f32; 16];
+    let (a_body, a_tail) = a.split_at(a.len() - a.len() % 16);
+    let (b_body, b_tail) = b.split_at(b.len() - b.len() % 16);
+    for (ca, cb) in a_body.chunks_exact(16).zip(b_body.chunks_exact(16)) {
+        for lane in 0..16 {
+            lanes[lane] += ca[lane] * cb[lane];
+        }
+    }
+    let tail: f32 = a_tail.iter().zip(b_tail).map(|(x, y)| x * y).sum();
+    lanes.iter().sum::<f32>() + tail
+}
+
 /// Adds `bias` to every row of `x`.
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx512dq", "x86_64+avx2+fma"))]
 pub fn add_bias(x: &mut [f32], bias: &[f32]) {

@@ -47,6 +47,11 @@ pub enum Precision {
     /// accumulation, softmax, layer norm and GELU in f32): vectors within
     /// cosine 0.9999 of f32, so they share its model id. Needs AMX.
     Bf16,
+    /// f32 with the dense weights read in place from the mapped file (no
+    /// copy at load), for a process that embeds one short text: it loads
+    /// about 40 ms faster than [`Precision::F32`] and embeds a short text
+    /// a few milliseconds slower. The same arithmetic, so the same model id.
+    F32InPlace,
 }
 
 impl Precision {
@@ -89,7 +94,8 @@ impl MiniLm {
         // used in place, and only its rows for the tokens embedded are read.
         let mut bert = Weights::read(&folder.join("model.safetensors"))?.with(|root| Bert::load(root, &config))?;
         match precision {
-            Precision::F32 => {}
+            Precision::F32 => bert.transpose_f32(),
+            Precision::F32InPlace => {}
             Precision::Int8 => bert.quantize_int8(),
             Precision::Bf16 => bert.pack_bf16()?,
         }
@@ -138,7 +144,7 @@ impl MiniLm {
 impl Embedder for MiniLm {
     fn model_id(&self) -> &str {
         match self.precision {
-            Precision::F32 | Precision::Bf16 => MINILM_ID,
+            Precision::F32 | Precision::Bf16 | Precision::F32InPlace => MINILM_ID,
             Precision::Int8 => MINILM_INT8_ID,
         }
     }

@@ -212,6 +212,32 @@ fn amx_minilm_matches_f32_and_shares_its_model_id() {
     assert!(paraphrase_accuracy(minilm()) >= 0.95);
 }
 
+/// The one-text MiniLM (f32 with the weights read in place, what `add`,
+/// `search` and `inject` load) computes what the f32 path computes: dot
+/// products along the weights' rows for a few tokens, a transposed read of
+/// them for more; same model id.
+#[test]
+fn minilm_with_weights_in_place_matches_f32() {
+    use mempalace_embed::minilm::Precision;
+    let in_place = MiniLm::load_with(&minilm_dir(&model_root()), Precision::F32InPlace).unwrap();
+    let lines = repository_texts();
+    let joined: Vec<char> = lines.join(" ").chars().collect();
+    let mut texts: Vec<String> = vec!["x".to_string(), "which database did we pick".to_string(), "memory ".repeat(400)];
+    texts.extend(lines.into_iter().take(20));
+    texts.extend(joined.chunks(800).take(5).map(|chunk| chunk.iter().collect::<String>()));
+    let exact = minilm_f32();
+    for text in &texts {
+        let cos = cosine(&exact.embed_one(text).unwrap(), &in_place.embed_one(text).unwrap());
+        assert!(cos >= 0.99999, "cosine {cos} for {text:?}");
+    }
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let batched = in_place.embed_batch(&refs).unwrap();
+    for (text, vector) in texts.iter().zip(&batched) {
+        assert!(cosine(&exact.embed_one(text).unwrap(), vector) >= 0.99999, "batched {text:?}");
+    }
+    assert_eq!(in_place.model_id(), exact.model_id());
+}
+
 #[test]
 fn minilm_finds_paraphrases() {
     let accuracy = paraphrase_accuracy(minilm());

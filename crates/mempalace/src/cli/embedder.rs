@@ -16,14 +16,15 @@ use crate::settings::{EmbedderKind, Settings};
 
 /// The settings for a process that embeds one short text (`add` of a text
 /// that fits one drawer, `search`, `inject`): the default MiniLM runs in
-/// f32 there. Packing the weights for the AMX unit costs such a process
-/// more at load (about 40 ms) than the unit saves on one text; f32 gives
-/// the same vectors under the same model id (cosine ≥ 0.9999), so nothing
-/// filed either way needs embedding again.
+/// f32 with its weights read in place from the mapped file. Copying them
+/// into the layout fast multiplies want (f32) or packing them for the AMX
+/// unit (bf16) costs such a process 40–80 ms at load, more than either
+/// saves on one text; the vectors are the same under the same model id
+/// (cosine ≥ 0.9999), so nothing filed either way needs embedding again.
 pub fn for_one_text(settings: &Settings) -> Settings {
     let mut settings = settings.clone();
     if settings.embedder == EmbedderKind::MiniLm {
-        settings.embedder = EmbedderKind::MiniLmF32;
+        settings.embedder = EmbedderKind::MiniLmOneText;
     }
     settings
 }
@@ -33,11 +34,12 @@ pub fn for_one_text(settings: &Settings) -> Settings {
 pub fn build(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>> {
     match settings.embedder {
         EmbedderKind::None => Ok(None),
-        EmbedderKind::MiniLm | EmbedderKind::MiniLmF32 | EmbedderKind::MiniLmInt8 => {
+        EmbedderKind::MiniLm | EmbedderKind::MiniLmF32 | EmbedderKind::MiniLmOneText | EmbedderKind::MiniLmInt8 => {
             let folder = minilm_dir(&settings.model_dir);
             let precision = match settings.embedder {
                 EmbedderKind::MiniLmInt8 => Precision::Int8,
                 EmbedderKind::MiniLmF32 => Precision::F32,
+                EmbedderKind::MiniLmOneText => Precision::F32InPlace,
                 _ => Precision::for_this_cpu(),
             };
             match MiniLm::load_with(&folder, precision) {
@@ -109,7 +111,7 @@ mod tests {
             resolve(&BTreeMap::new(), Some(home.path()), &flags).unwrap()
         };
         assert_eq!(with(None).embedder, EmbedderKind::MiniLm, "the default");
-        assert_eq!(for_one_text(&with(None)).embedder, EmbedderKind::MiniLmF32);
+        assert_eq!(for_one_text(&with(None)).embedder, EmbedderKind::MiniLmOneText);
         for chosen in [EmbedderKind::MiniLmF32, EmbedderKind::MiniLmInt8, EmbedderKind::Static, EmbedderKind::None] {
             assert_eq!(for_one_text(&with(Some(chosen))).embedder, chosen, "{chosen:?} is kept");
         }

@@ -557,7 +557,11 @@ pub(crate) fn with_embedder(palace: Palace, settings: &Settings) -> Result<Palac
 /// in line as there.
 pub(crate) fn open_with_embedder(settings: &Settings, access: Access) -> Result<Palace> {
     match settings.embedder {
-        EmbedderKind::MiniLm | EmbedderKind::MiniLmF32 | EmbedderKind::MiniLmInt8 | EmbedderKind::Static => {
+        EmbedderKind::MiniLm
+        | EmbedderKind::MiniLmF32
+        | EmbedderKind::MiniLmOneText
+        | EmbedderKind::MiniLmInt8
+        | EmbedderKind::Static => {
             let for_loader = settings.clone();
             let cell = EmbedderCell::load_in_background(Box::new(move || {
                 embedder::build(&for_loader).map_err(|error| format!("{error:#}"))
