@@ -106,6 +106,13 @@ fn compiled() -> &'static Compiled {
     })
 }
 
+/// Compiles the classifier's and noise filter's patterns now (they are
+/// compiled once per process, on first use): a one-text process calls it
+/// on a thread of its own while it opens the palace.
+pub fn prepare() {
+    compiled();
+}
+
 /// Whether a message is noise not worth filing: too short, too few words,
 /// or a greeting/acknowledgement (noise_patterns.json).
 pub fn is_noise(text: &str) -> bool {

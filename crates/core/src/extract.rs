@@ -341,6 +341,13 @@ struct Patterns {
     we: Regex,
 }
 
+/// Builds the extractor's patterns now (they are built once per process,
+/// on first use): a one-text process calls it on a thread of its own while
+/// it opens the palace.
+pub fn prepare() {
+    patterns();
+}
+
 fn patterns() -> &'static Patterns {
     static PATTERNS: OnceLock<Patterns> = OnceLock::new();
     PATTERNS.get_or_init(|| Patterns {

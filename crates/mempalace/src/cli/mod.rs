@@ -581,6 +581,14 @@ pub fn run(cli: Cli, env: &BTreeMap<String, String>) -> Result<()> {
     match cli.command {
         Command::Init(args) => palace::init(&settings, args),
         Command::Add(args) => {
+            // The patterns filing uses compile beside the palace opening
+            // and the model loading (about 15 ms of one process's work).
+            if !args.raw {
+                std::thread::spawn(|| {
+                    mempalace_core::classify::prepare();
+                    mempalace_core::extract::prepare();
+                });
+            }
             let text = drawer::read_text(args.text.clone())?;
             let settings = if text.chars().count() <= mempalace_core::chunk::CHUNK_SIZE {
                 embedder::for_one_text(&settings)
