@@ -65,7 +65,7 @@ enum Activation {
 /// weight's rows ([`kernels::dot_rows`]) instead of `gemm`, which reads
 /// the `[out, in]` weight transposed. Measured on 2 cores: see BENCHMARKS,
 /// "One `add` process".
-const FEW_TOKENS: usize = 20;
+const FEW_TOKENS: usize = 32;
 
 /// Output rows per parallel task of the few-token multiply.
 const ROW_BLOCK: usize = 96;

@@ -250,8 +250,81 @@ pub fn softmax_rows(x: &mut [f32], width: usize) {
 /// `x` (`[tokens, inputs]`). Both operands are read along their rows, the
 /// weight once from start to end; for a few tokens this beats a general
 /// multiply, which would read the weight transposed, column by column.
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx512dq", "x86_64+avx2+fma"))]
 pub fn dot_rows(x: &[f32], inputs: usize, w: &[f32], out: &mut [f32]) {
+    let tokens = x.len() / inputs;
+    let rows = w.len() / inputs;
+    assert!(inputs > 0 && x.len() == tokens * inputs && w.len() == rows * inputs, "operand shapes");
+    assert!(out.len() >= rows * tokens, "output shape");
+    #[cfg(target_arch = "x86_64")]
+    if inputs.is_multiple_of(16) && std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has AVX-512F (checked just above), and the
+        // shapes were checked against the slices' lengths, which is all
+        // the kernel's pointer arithmetic relies on.
+        unsafe { dot_rows_avx512(x, inputs, w, out) };
+        return;
+    }
+    dot_rows_portable(x, inputs, w, out);
+}
+
+/// [`dot_rows`] with AVX-512: four tokens at a time against each row, so a
+/// loaded piece of the row feeds four independent fused multiply-adds.
+/// Rows are the outer loop: each is read once, while the tokens (a few
+/// dozen rows of activations) stay in cache.
+///
+/// # Safety
+/// The CPU must have AVX-512F; `inputs` must be a multiple of 16, `x` and
+/// `w` whole multiples of `inputs` long, and `out` at least `rows × tokens`
+/// long (what [`dot_rows`] checks).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn dot_rows_avx512(x: &[f32], inputs: usize, w: &[f32], out: &mut [f32]) {
+    use std::arch::x86_64::{_mm512_fmadd_ps, _mm512_loadu_ps, _mm512_reduce_add_ps, _mm512_setzero_ps};
+    let tokens = x.len() / inputs;
+    for (o, row) in w.chunks_exact(inputs).enumerate() {
+        let out_row = &mut out[o * tokens..(o + 1) * tokens];
+        let mut t = 0;
+        while t + 4 <= tokens {
+            let group = &x[t * inputs..(t + 4) * inputs];
+            let (mut s0, mut s1, mut s2, mut s3) =
+                (_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps());
+            for start in (0..inputs).step_by(16) {
+                // SAFETY: `start + 16 ≤ inputs`, so every load reads 16
+                // floats inside `row` (one row of `w`) or inside the
+                // token's own row of `group`.
+                unsafe {
+                    let piece = _mm512_loadu_ps(row.as_ptr().add(start));
+                    s0 = _mm512_fmadd_ps(piece, _mm512_loadu_ps(group.as_ptr().add(start)), s0);
+                    s1 = _mm512_fmadd_ps(piece, _mm512_loadu_ps(group.as_ptr().add(inputs + start)), s1);
+                    s2 = _mm512_fmadd_ps(piece, _mm512_loadu_ps(group.as_ptr().add(2 * inputs + start)), s2);
+                    s3 = _mm512_fmadd_ps(piece, _mm512_loadu_ps(group.as_ptr().add(3 * inputs + start)), s3);
+                }
+            }
+            out_row[t] = _mm512_reduce_add_ps(s0);
+            out_row[t + 1] = _mm512_reduce_add_ps(s1);
+            out_row[t + 2] = _mm512_reduce_add_ps(s2);
+            out_row[t + 3] = _mm512_reduce_add_ps(s3);
+            t += 4;
+        }
+        for (token, value) in x[t * inputs..].chunks_exact(inputs).zip(&mut out_row[t..]) {
+            let mut sum = _mm512_setzero_ps();
+            for start in (0..inputs).step_by(16) {
+                // SAFETY: as above, 16 floats inside `row` and `token`.
+                unsafe {
+                    sum = _mm512_fmadd_ps(
+                        _mm512_loadu_ps(row.as_ptr().add(start)),
+                        _mm512_loadu_ps(token.as_ptr().add(start)),
+                        sum,
+                    );
+                }
+            }
+            *value = _mm512_reduce_add_ps(sum);
+        }
+    }
+}
+
+/// [`dot_rows`] on any CPU (compiled per CPU level).
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx512dq", "x86_64+avx2+fma"))]
+fn dot_rows_portable(x: &[f32], inputs: usize, w: &[f32], out: &mut [f32]) {
     let tokens = x.len() / inputs;
     for (row, out_row) in w.chunks_exact(inputs).zip(out.chunks_exact_mut(tokens)) {
         for (token, value) in x.chunks_exact(inputs).zip(out_row.iter_mut()) {
@@ -328,6 +401,34 @@ mod tests {
             for j in 0..4 {
                 let expected: f32 = (0..2).map(|k| a_buffer[k * 3 + i] * b[k * 4 + j]).sum::<f32>() * 2.0 + 1.0;
                 assert_eq!(c[i * 4 + j], expected);
+            }
+        }
+    }
+
+    #[test]
+    fn dot_rows_multiplies_by_the_transposed_rows() {
+        // 37 inputs (two 16-wide pieces and a tail: the portable loop) and
+        // 64 (the AVX-512 kernel where the CPU has it); 7 tokens: one group
+        // of four and three alone.
+        for inputs in [37, 64] {
+            let (outputs, tokens) = (5, 7);
+            let values = |n: usize, seed: usize| -> Vec<f32> {
+                (0..n).map(|i| ((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.5 - 1.0).collect()
+            };
+            let w = values(outputs * inputs, 11);
+            let x = values(tokens * inputs, 12);
+            let mut out = vec![0.0_f32; outputs * tokens];
+            dot_rows(&x, inputs, &w, &mut out);
+            let mut portable = vec![0.0_f32; outputs * tokens];
+            dot_rows_portable(&x, inputs, &w, &mut portable);
+            for o in 0..outputs {
+                for t in 0..tokens {
+                    let exact: f64 =
+                        (0..inputs).map(|i| f64::from(w[o * inputs + i]) * f64::from(x[t * inputs + i])).sum();
+                    let index = o * tokens + t;
+                    assert!((f64::from(out[index]) - exact).abs() < 1e-4, "{inputs} inputs ({o}, {t})");
+                    assert!((f64::from(portable[index]) - exact).abs() < 1e-4, "portable, {inputs} inputs");
+                }
             }
         }
     }
