@@ -858,19 +858,12 @@ fn softmax_to_bf16(
     out: &mut [u16],
     out_stride: usize,
 ) {
-    // Independent lane accumulators: a single running max or sum would
-    // keep these loops from vectorising.
+    // Independent lane accumulators: a single running sum would keep
+    // this loop from vectorising (the maximum is `kernels::max_of`).
     const LANES: usize = 16;
     for r in 0..rows {
         let row = &mut scores[r * stride..r * stride + length];
-        let mut lanes = [f32::NEG_INFINITY; LANES];
-        let mut chunks = row.chunks_exact(LANES);
-        for chunk in &mut chunks {
-            for (lane, &v) in lanes.iter_mut().zip(chunk) {
-                *lane = if v > *lane { v } else { *lane };
-            }
-        }
-        let max = chunks.remainder().iter().chain(&lanes).fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+        let max = crate::kernels::max_of(row);
         // exp((v − max)·scale) = 2^(v·k − max·k), k = scale·log2 e.
         let k = scale * std::f32::consts::LOG2_E;
         let offset = max * k;

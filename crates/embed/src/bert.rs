@@ -28,7 +28,7 @@ use serde::Deserialize;
 
 use crate::amx::{self, Bf16Matrix, Epilogue};
 use crate::kernels::{self, Int8Matrix, View, matmul};
-use crate::weights::{Floats, Scope, Weights};
+use crate::weights::{self, Floats, Scope, Weights};
 use crate::{EmbedError, EmbedResult};
 
 /// The parts of a Hugging Face `config.json` the encoder needs.
@@ -150,20 +150,8 @@ impl Dense {
     fn transposed(&self) -> Vec<f32> {
         let mut out = vec![0.0_f32; self.inputs * self.outputs];
         let part_outputs = self.outputs / self.parts.len().max(1);
-        // In 32 × 32 tiles, so the writes of a tile share cache lines.
-        const TILE: usize = 32;
         for (index, part) in self.parts.iter().enumerate() {
-            for o_start in (0..part_outputs).step_by(TILE) {
-                for i_start in (0..self.inputs).step_by(TILE) {
-                    for o in o_start..(o_start + TILE).min(part_outputs) {
-                        let row = &part[o * self.inputs..(o + 1) * self.inputs];
-                        let column = index * part_outputs + o;
-                        for i in i_start..(i_start + TILE).min(self.inputs) {
-                            out[i * self.outputs + column] = row[i];
-                        }
-                    }
-                }
-            }
+            weights::transpose(part, part_outputs, self.inputs, &mut out, self.outputs, index * part_outputs);
         }
         out
     }
@@ -548,13 +536,13 @@ impl Bert {
             // Blocks of output rows in parallel, each dotted with every
             // token, then written into their columns.
             let mut by_output = vec![0.0_f32; layer.outputs * tokens];
-            let rows: Vec<&[f32]> = layer.parts.iter().flat_map(|part| part.chunks_exact(layer.inputs)).collect();
             let x = &input[..tokens * layer.inputs];
-            by_output.par_chunks_mut(ROW_BLOCK * tokens).zip(rows.par_chunks(ROW_BLOCK)).for_each(|(out, block)| {
-                for (row, values) in block.iter().zip(out.chunks_exact_mut(tokens)) {
-                    kernels::dot_rows(x, layer.inputs, row, values);
-                }
-            });
+            for (part, values) in layer.parts.iter().zip(by_output.chunks_mut(part_outputs * tokens)) {
+                values
+                    .par_chunks_mut(ROW_BLOCK * tokens)
+                    .zip(part.par_chunks(ROW_BLOCK * layer.inputs))
+                    .for_each(|(values, block)| kernels::dot_rows(x, layer.inputs, block, values));
+            }
             for (o, values) in by_output.chunks_exact(tokens).enumerate() {
                 for (t, value) in values.iter().enumerate() {
                     out[t * layer.outputs + o] = *value;

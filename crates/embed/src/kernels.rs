@@ -189,8 +189,9 @@ pub fn layer_norm(x: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
 /// are only vectorised when written as independent accumulators.
 const LANES: usize = 16;
 
+/// The largest value of `row` (in independent lanes, which vectorise).
 #[inline(always)]
-fn max_of(row: &[f32]) -> f32 {
+pub(crate) fn max_of(row: &[f32]) -> f32 {
     let mut lanes = [f32::NEG_INFINITY; LANES];
     let chunks = row.chunks_exact(LANES);
     let tail = chunks.remainder();

@@ -165,7 +165,14 @@ impl<'a> Scope<'a> {
 /// `out[c · out_stride + out_offset + r] = values[r · cols + c]`, in square
 /// tiles so both sides stay in cache (a plain double loop writes one value
 /// per cache line and ran at a fraction of memory speed).
-fn transpose(values: &[f32], rows: usize, cols: usize, out: &mut [f32], out_stride: usize, out_offset: usize) {
+pub(crate) fn transpose(
+    values: &[f32],
+    rows: usize,
+    cols: usize,
+    out: &mut [f32],
+    out_stride: usize,
+    out_offset: usize,
+) {
     const TILE: usize = 16;
     for row_start in (0..rows).step_by(TILE) {
         let row_end = (row_start + TILE).min(rows);

@@ -484,8 +484,9 @@ impl Palace {
     }
 
     /// BM25 candidates: the query's selective terms (see
-    /// [`selective_terms`]) searched in the full-text index.
-    fn lexical_candidates(&self, query: &str, filter: &DrawerFilter) -> EngineResult<Vec<(DrawerId, f64)>> {
+    /// [`selective_terms`]) searched in the full-text index. Public so the
+    /// search benchmark times this stage alone.
+    pub fn lexical_candidates(&self, query: &str, filter: &DrawerFilter) -> EngineResult<Vec<(DrawerId, f64)>> {
         let all_terms = query_terms(query);
         let (documents, frequencies) = self.store().term_frequencies(&all_terms, max_term_frequency)?;
         let terms = selective_terms(&all_terms, &frequencies, documents);

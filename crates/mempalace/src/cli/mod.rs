@@ -580,7 +580,7 @@ pub fn run(cli: Cli, env: &BTreeMap<String, String>) -> Result<()> {
     tracing::debug!(palace = %settings.location(), workspace = %settings.workspace, "settings resolved");
     match cli.command {
         Command::Init(args) => palace::init(&settings, args),
-        Command::Add(args) => {
+        Command::Add(mut args) => {
             // The patterns filing uses compile beside the palace opening
             // and the model loading (about 15 ms of one process's work).
             if !args.raw {
@@ -589,7 +589,7 @@ pub fn run(cli: Cli, env: &BTreeMap<String, String>) -> Result<()> {
                     mempalace_core::extract::prepare();
                 });
             }
-            let text = drawer::read_text(args.text.clone())?;
+            let text = drawer::read_text(std::mem::take(&mut args.text))?;
             let settings = if text.chars().count() <= mempalace_core::chunk::CHUNK_SIZE {
                 embedder::for_one_text(&settings)
             } else {
