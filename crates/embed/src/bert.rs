@@ -46,12 +46,83 @@ pub struct BertConfig {
     pub intermediate_size: usize,
     /// Longest position.
     pub max_position_embeddings: usize,
-    /// Token-type vocabulary.
+    /// Token-type vocabulary (BERT; MPNet has no token types).
+    #[serde(default)]
     pub type_vocab_size: usize,
     /// Layer-norm epsilon.
     pub layer_norm_eps: f64,
     /// Activation; only "gelu" (exact, erf) is supported.
     pub hidden_act: String,
+    /// "bert" (MiniLM) or "mpnet" (all-mpnet-base-v2: other weight
+    /// names, positions counted from after the padding id, and a learned
+    /// bias on attention by relative position).
+    #[serde(default = "bert_model_type")]
+    pub model_type: String,
+    /// MPNet: the padding id, from which positions count.
+    #[serde(default)]
+    pub pad_token_id: usize,
+    /// MPNet: buckets of the relative-position attention bias.
+    #[serde(default)]
+    pub relative_attention_num_buckets: usize,
+}
+
+fn bert_model_type() -> String {
+    "bert".to_string()
+}
+
+/// MPNet's relative positions farther than this share the last bucket
+/// (Hugging Face's `relative_position_bucket`, `max_distance`).
+const RELATIVE_MAX_DISTANCE: usize = 128;
+
+/// MPNet's attention bias by relative position: one value per head and
+/// bucket, added to every layer's attention scores before the softmax.
+struct RelativeBias {
+    /// `[buckets, heads]`, as stored.
+    table: Vec<f32>,
+    /// Bucket of each relative position `key − query`, indexed by
+    /// `key − query + longest − 1`.
+    bucket_of: Vec<u16>,
+    /// Longest sequence `bucket_of` covers.
+    longest: usize,
+    heads: usize,
+}
+
+impl RelativeBias {
+    /// Hugging Face's `MPNetEncoder.relative_position_bucket` for one
+    /// relative position (`key − query`), bidirectional: half the buckets
+    /// for each sign, exact up to a quarter of them, logarithmic beyond.
+    fn bucket(relative: i64, buckets: usize) -> u16 {
+        let half = (buckets / 2) as i64;
+        let n = -relative;
+        let mut bucket = if n < 0 { half } else { 0 };
+        let n = n.abs();
+        let exact = half / 2;
+        bucket += if n < exact {
+            n
+        } else {
+            let scaled = ((n as f32 / exact as f32).ln() / (RELATIVE_MAX_DISTANCE as f32 / exact as f32).ln()
+                * (half - exact) as f32) as i64;
+            (exact + scaled).min(half - 1)
+        };
+        bucket as u16
+    }
+
+    fn new(table: Vec<f32>, buckets: usize, heads: usize, longest: usize) -> Self {
+        let bucket_of = (0..2 * longest.max(1) - 1)
+            .map(|index| Self::bucket(index as i64 - (longest as i64 - 1), buckets))
+            .collect();
+        Self { table, bucket_of, longest, heads }
+    }
+
+    /// Adds head `head`'s bias to a `[length, length]` score matrix.
+    fn add(&self, scores: &mut [f32], length: usize, head: usize) {
+        for (query, row) in scores.chunks_exact_mut(length).enumerate() {
+            let first = self.longest - 1 - query;
+            for (value, bucket) in row.iter_mut().zip(&self.bucket_of[first..first + length]) {
+                *value += self.table[*bucket as usize * self.heads + head];
+            }
+        }
+    }
 }
 
 /// What follows a dense layer's bias.
@@ -69,6 +140,11 @@ const FEW_TOKENS: usize = 32;
 
 /// Output rows per parallel task of the few-token multiply.
 const ROW_BLOCK: usize = 96;
+
+/// Most tokens in one forward pass of [`Bert::pooled_in_passes`]; bounds
+/// activation memory (about 60 MB of buffers for MiniLM at this size,
+/// 300 MB for MPNet).
+const MAX_PASS_TOKENS: usize = 8_192;
 
 /// A dense layer: its f32 weight as one or more `[part outputs, in]`
 /// matrices (PyTorch's layout, read in place; the fused query/key/value
@@ -103,6 +179,11 @@ struct Layer {
 pub struct Bert {
     word_embeddings: Floats,
     position_embeddings: Floats,
+    /// Row of the position table for the first token (MPNet: the padding
+    /// id + 1).
+    position_offset: usize,
+    /// MPNet's attention bias by relative position.
+    relative_bias: Option<RelativeBias>,
     token_type_row: Vec<f32>,
     embedding_norm: Norm,
     layers: Vec<Layer>,
@@ -181,10 +262,48 @@ impl Bert {
         if !config.hidden_size.is_multiple_of(config.num_attention_heads) {
             return Err(EmbedError::ModelInvalid("hidden size is not a multiple of the head count".to_string()));
         }
-        let vb = if vb.contains("embeddings.word_embeddings.weight") { vb } else { vb.pp("bert") };
+        let mpnet = match config.model_type.as_str() {
+            "bert" => false,
+            "mpnet" => true,
+            other => {
+                return Err(EmbedError::ModelInvalid(format!(
+                    "unsupported model type {other:?}; only \"bert\" and \"mpnet\" encoders are implemented"
+                )));
+            }
+        };
+        let prefix = if mpnet { "mpnet" } else { "bert" };
+        let vb = if vb.contains("embeddings.word_embeddings.weight") { vb } else { vb.pp(prefix) };
         let hidden = config.hidden_size;
         let embeddings = vb.pp("embeddings");
-        let token_type = values(&embeddings, &[config.type_vocab_size, hidden], "token_type_embeddings.weight")?;
+        // Every input here has token type 0; MPNet has no token types.
+        let token_type_row = if mpnet {
+            vec![0.0; hidden]
+        } else {
+            values(&embeddings, &[config.type_vocab_size, hidden], "token_type_embeddings.weight")?[..hidden].to_vec()
+        };
+        let (query_key_value, attention_output, attention_norm) = if mpnet {
+            (["attn.q", "attn.k", "attn.v"], "attn.o", "LayerNorm")
+        } else {
+            (["self.query", "self.key", "self.value"], "output.dense", "output.LayerNorm")
+        };
+        let position_offset = if mpnet { config.pad_token_id + 1 } else { 0 };
+        let max_positions =
+            config.max_position_embeddings.checked_sub(position_offset).filter(|&n| n > 0).ok_or_else(|| {
+                EmbedError::ModelInvalid("config.json: no positions left after the padding id".to_string())
+            })?;
+        let relative_bias = if mpnet {
+            let buckets = config.relative_attention_num_buckets;
+            if buckets < 4 {
+                return Err(EmbedError::ModelInvalid(format!(
+                    "config.json: relative_attention_num_buckets {buckets} is too small for an MPNet encoder"
+                )));
+            }
+            let table =
+                values(&vb.pp("encoder"), &[buckets, config.num_attention_heads], "relative_attention_bias.weight")?;
+            Some(RelativeBias::new(table, buckets, config.num_attention_heads, max_positions))
+        } else {
+            None
+        };
         let layers = (0..config.num_hidden_layers)
             .map(|index| {
                 let layer = vb.pp(&format!("encoder.layer.{index}"));
@@ -193,7 +312,7 @@ impl Bert {
                 // (three multiplies, one per weight, side by side).
                 let mut parts = Vec::with_capacity(3);
                 let mut bias = Vec::with_capacity(3 * hidden);
-                for name in ["self.query", "self.key", "self.value"] {
+                for name in query_key_value {
                     let scope = attention.pp(name);
                     parts.push(scope.floats(&[hidden, hidden], "weight")?);
                     bias.extend(values(&scope, &[hidden], "bias")?);
@@ -208,8 +327,8 @@ impl Bert {
                         inputs: hidden,
                         outputs: 3 * hidden,
                     },
-                    attention_output: dense(&attention.pp("output.dense"), hidden, hidden)?,
-                    attention_norm: norm(&attention.pp("output.LayerNorm"), hidden)?,
+                    attention_output: dense(&attention.pp(attention_output), hidden, hidden)?,
+                    attention_norm: norm(&attention.pp(attention_norm), hidden)?,
                     intermediate: dense(&layer.pp("intermediate.dense"), hidden, config.intermediate_size)?,
                     output: dense(&layer.pp("output.dense"), config.intermediate_size, hidden)?,
                     output_norm: norm(&layer.pp("output.LayerNorm"), hidden)?,
@@ -220,14 +339,15 @@ impl Bert {
             word_embeddings: embeddings.floats(&[config.vocab_size, hidden], "word_embeddings.weight")?,
             position_embeddings: embeddings
                 .floats(&[config.max_position_embeddings, hidden], "position_embeddings.weight")?,
-            // Every input here has token type 0.
-            token_type_row: token_type[..hidden].to_vec(),
+            position_offset,
+            relative_bias,
+            token_type_row,
             embedding_norm: norm(&embeddings.pp("LayerNorm"), hidden)?,
             layers,
             hidden,
             heads: config.num_attention_heads,
             vocab: config.vocab_size,
-            max_positions: config.max_position_embeddings,
+            max_positions,
             eps: config.layer_norm_eps as f32,
             amx: false,
             workspace: Mutex::new(AmxWorkspace::default()),
@@ -264,8 +384,14 @@ impl Bert {
     /// [`amx::available`] first.
     ///
     /// # Errors
-    /// When a head is not [`amx::HEAD_DIM`] wide (true of MiniLM).
+    /// When a head is not [`amx::HEAD_DIM`] wide (true of MiniLM), or the
+    /// model biases attention by relative position (MPNet).
     pub fn pack_bf16(&mut self) -> EmbedResult<()> {
+        if self.relative_bias.is_some() {
+            return Err(EmbedError::ModelInvalid(
+                "the AMX path has no relative-position attention bias (MPNet); run this model in f32".to_string(),
+            ));
+        }
         if self.hidden / self.heads != amx::HEAD_DIM {
             return Err(EmbedError::ModelInvalid(format!(
                 "the AMX path needs attention heads of {} dimensions, not {}",
@@ -292,6 +418,26 @@ impl Bert {
     /// Longest sequence the position table allows.
     pub fn max_positions(&self) -> usize {
         self.max_positions
+    }
+
+    /// [`Bert::pooled`] over any number of rows, in passes of at most
+    /// `MAX_PASS_TOKENS` tokens (a longer row makes a pass of its own), so
+    /// memory stays flat however many texts are embedded.
+    pub fn pooled_in_passes(&self, rows: &[Vec<u32>]) -> Vec<Vec<f32>> {
+        let mut out = Vec::with_capacity(rows.len());
+        let mut start = 0;
+        while start < rows.len() {
+            let mut end = start;
+            let mut tokens = 0;
+            while end < rows.len() && (end == start || tokens + rows[end].len() <= MAX_PASS_TOKENS) {
+                tokens += rows[end].len();
+                end += 1;
+            }
+            let pass: Vec<&[u32]> = rows[start..end].iter().map(Vec::as_slice).collect();
+            out.extend(self.pooled(&pass));
+            start = end;
+        }
+        out
     }
 
     /// Mean-pooled last hidden states of each row of token ids, in order.
@@ -357,7 +503,8 @@ impl Bert {
                 let id = row.get(position).map_or(0, |&id| (id as usize).min(self.vocab - 1));
                 let out = &mut x[(offset + position) * h..(offset + position + 1) * h];
                 let word = &self.word_embeddings[id * h..(id + 1) * h];
-                let pos = &self.position_embeddings[position * h..(position + 1) * h];
+                let row = self.position_offset + position;
+                let pos = &self.position_embeddings[row * h..(row + 1) * h];
                 for (((o, w), p), t) in out.iter_mut().zip(word).zip(pos).zip(&self.token_type_row) {
                     *o = w + p + t;
                 }
@@ -608,6 +755,9 @@ impl Bert {
                     col_stride: 3 * h,
                 };
                 matmul(qkv, q, qkv, k_t, &mut scores, View::dense(0, length, length), scale, false, 1);
+                if let Some(bias) = &self.relative_bias {
+                    bias.add(&mut scores, length, head);
+                }
                 kernels::softmax_rows(&mut scores, length);
                 let v = View {
                     offset: offset * 3 * h + 2 * h + head * head_dim,
@@ -626,4 +776,31 @@ impl Bert {
 /// Loads weights from safetensors bytes.
 pub fn load_bert(weights: Vec<u8>, config: &BertConfig) -> EmbedResult<Bert> {
     Weights::from_bytes(weights, "model.safetensors")?.with(|root| Bert::load(root, config))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RelativeBias;
+
+    /// Hugging Face's buckets for 32 buckets: keys before the query in
+    /// 0–15, after it in 16–31; exact up to 7 positions, logarithmic to
+    /// 128, the last bucket beyond.
+    #[test]
+    fn relative_position_buckets_follow_hugging_face() {
+        let bucket = |relative| RelativeBias::bucket(relative, 32);
+        assert_eq!([bucket(0), bucket(-1), bucket(-7), bucket(1), bucket(7)], [0, 1, 7, 17, 23]);
+        // 8 + ⌊ln(n / 8) / ln(16) · 8⌋, capped at 15.
+        assert_eq!(
+            [bucket(-8), bucket(-11), bucket(-12), bucket(-100), bucket(-128), bucket(-500)],
+            [8, 8, 9, 15, 15, 15]
+        );
+        assert_eq!([bucket(8), bucket(12), bucket(1000)], [24, 25, 31]);
+
+        // The table added to scores: row `query`, column `key`.
+        let table: Vec<f32> = (0..32).map(|b| b as f32).collect();
+        let bias = RelativeBias::new(table, 32, 1, 16);
+        let mut scores = vec![0.0_f32; 9];
+        bias.add(&mut scores, 3, 0);
+        assert_eq!(scores, [0.0, 17.0, 18.0, 1.0, 0.0, 17.0, 2.0, 1.0, 0.0]);
+    }
 }

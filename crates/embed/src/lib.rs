@@ -7,6 +7,8 @@
 //! * [`minilm::MiniLm`] — all-MiniLM-L6-v2 run in-process by our own BERT
 //!   encoder (the model the Python MemPalace and ChromaDB use, so results
 //!   are comparable);
+//! * [`mpnet::Mpnet`] — all-mpnet-base-v2 on the same encoder (relative
+//!   position bias added): larger and slower, a choice for quality;
 //! * [`static_model::StaticModel`] — a static token-embedding table distilled
 //!   from MiniLM by our own code ([`static_model::distill`]): a lookup and a
 //!   mean, thousands of times faster;
@@ -28,6 +30,7 @@ pub mod files;
 pub mod kernels;
 mod mapped;
 pub mod minilm;
+pub mod mpnet;
 pub mod pca;
 pub mod resilient;
 pub mod static_model;

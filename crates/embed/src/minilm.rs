@@ -22,10 +22,6 @@ use crate::{EmbedError, EmbedResult, Embedder};
 /// `max_seq_length` for this model).
 pub const MAX_TOKENS: usize = 256;
 
-/// Most tokens in one forward pass; bounds activation memory (about
-/// 60 MB of buffers for MiniLM at this size).
-const MAX_PASS_TOKENS: usize = 8_192;
-
 /// The MiniLM encoder with its tokenizer.
 pub struct MiniLm {
     bert: Bert,
@@ -121,23 +117,10 @@ impl MiniLm {
         self.bert.hidden_size()
     }
 
-    /// Mean-pooled, unnormalised vectors of token-id rows, in input order,
-    /// computed in passes of at most `MAX_PASS_TOKENS` tokens.
+    /// Mean-pooled, unnormalised vectors of token-id rows, in input order
+    /// ([`Bert::pooled_in_passes`]).
     pub fn pooled(&self, rows: &[Vec<u32>]) -> EmbedResult<Vec<Vec<f32>>> {
-        let mut out = Vec::with_capacity(rows.len());
-        let mut start = 0;
-        while start < rows.len() {
-            let mut end = start;
-            let mut tokens = 0;
-            while end < rows.len() && (end == start || tokens + rows[end].len() <= MAX_PASS_TOKENS) {
-                tokens += rows[end].len();
-                end += 1;
-            }
-            let pass: Vec<&[u32]> = rows[start..end].iter().map(Vec::as_slice).collect();
-            out.extend(self.bert.pooled(&pass));
-            start = end;
-        }
-        Ok(out)
+        Ok(self.bert.pooled_in_passes(rows))
     }
 }
 

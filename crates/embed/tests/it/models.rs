@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use mempalace_embed::Embedder;
-use mempalace_embed::files::{minilm_dir, static_dir};
+use mempalace_embed::files::{minilm_dir, mpnet_dir, static_dir};
 use mempalace_embed::minilm::MiniLm;
+use mempalace_embed::mpnet::Mpnet;
 use mempalace_embed::static_model::StaticModel;
 use serde_json::Value;
 
@@ -238,6 +239,51 @@ fn minilm_with_weights_in_place_matches_f32() {
     assert_eq!(in_place.model_id(), exact.model_id());
 }
 
+/// all-mpnet-base-v2, when its files are in the model directory
+/// (`mempalace model fetch --model mpnet`; `./scripts/test.sh` fetches it).
+fn mpnet() -> &'static Mpnet {
+    static MODEL: OnceLock<Mpnet> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        let folder = mpnet_dir(&model_root());
+        Mpnet::load(&folder).unwrap_or_else(|error| {
+            panic!("{error}; `mempalace model fetch --model mpnet --model-dir {}` fetches it", model_root().display())
+        })
+    })
+}
+
+/// MPNet against reference vectors made by an independent numpy
+/// implementation of Hugging Face's MPNet (tokenized by the `tokenizers`
+/// library): short English, accented Latin, Chinese, the empty string, a
+/// 103-token exchange (relative positions in the logarithmic buckets) and
+/// a text truncated at 384 tokens. Batched and one at a time.
+#[test]
+fn mpnet_matches_the_reference_vectors() {
+    let model = mpnet();
+    assert_eq!((model.model_id(), model.dim()), ("all-mpnet-base-v2", 768));
+    let path = mempalace_testdata::fixture("embeddings/mpnet-reference.json");
+    let reference: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("reference file")).unwrap();
+    let items = reference["items"].as_array().expect("items");
+    assert_eq!(items.len(), 7);
+    let texts: Vec<&str> = items.iter().map(|item| item["text"].as_str().unwrap()).collect();
+    let rows = model.tokenize(&texts);
+    let vectors = model.embed_batch(&texts).unwrap();
+    for ((item, vector), row) in items.iter().zip(&vectors).zip(&rows) {
+        let name: String = item["text"].as_str().unwrap().chars().take(40).collect();
+        assert_eq!(row.len() as u64, item["tokens"].as_u64().unwrap(), "tokens of {name:?}");
+        let expected: Vec<f32> =
+            item["embedding"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect();
+        let similarity = cosine(vector, &expected);
+        assert!(similarity >= 0.9999, "cosine {similarity} for {name:?}");
+        assert!(cosine(&model.embed_one(item["text"].as_str().unwrap()).unwrap(), vector) > 0.99999);
+    }
+}
+
+#[test]
+fn mpnet_finds_paraphrases() {
+    let accuracy = paraphrase_accuracy(mpnet());
+    assert!(accuracy >= 0.95, "MPNet paraphrase accuracy {accuracy}");
+}
+
 #[test]
 fn minilm_finds_paraphrases() {
     let accuracy = paraphrase_accuracy(minilm());
@@ -260,15 +306,22 @@ fn static_model_handles_empty_and_unknown_text() {
 }
 
 fn hf_tokenizer() -> tokenizers::Tokenizer {
-    let mut tokenizer = tokenizers::Tokenizer::from_file(minilm_dir(&model_root()).join("tokenizer.json")).unwrap();
+    hf_tokenizer_of(&minilm_dir(&model_root()))
+}
+
+fn hf_tokenizer_of(folder: &Path) -> tokenizers::Tokenizer {
+    let mut tokenizer = tokenizers::Tokenizer::from_file(folder.join("tokenizer.json")).unwrap();
     tokenizer.with_truncation(None).unwrap();
     tokenizer.with_padding(None);
     tokenizer
 }
 
 fn our_tokenizer() -> mempalace_embed::wordpiece::WordPiece {
-    mempalace_embed::wordpiece::WordPiece::from_tokenizer_json(&minilm_dir(&model_root()).join("tokenizer.json"))
-        .unwrap()
+    our_tokenizer_of(&minilm_dir(&model_root()))
+}
+
+fn our_tokenizer_of(folder: &Path) -> mempalace_embed::wordpiece::WordPiece {
+    mempalace_embed::wordpiece::WordPiece::from_tokenizer_json(&folder.join("tokenizer.json")).unwrap()
 }
 
 /// Every non-empty line of the repository's prose (README, ARCHITECTURE,
@@ -297,8 +350,13 @@ fn repository_texts() -> Vec<String> {
 /// Our WordPiece tokenizer against the Hugging Face tokenizer on `texts`,
 /// the paraphrases and a few hard cases, then with special tokens and
 /// truncation as MiniLM sees text.
-fn wordpiece_matches_hugging_face_on(mut texts: Vec<String>) {
-    let (hf, ours) = (hf_tokenizer(), our_tokenizer());
+fn wordpiece_matches_hugging_face_on(texts: Vec<String>) {
+    wordpiece_of_matches_hugging_face_on(&minilm_dir(&model_root()), 256, texts);
+}
+
+/// The same for the tokenizer in `folder`, truncating at `max` tokens.
+fn wordpiece_of_matches_hugging_face_on(folder: &Path, max: usize, mut texts: Vec<String>) {
+    let (hf, ours) = (hf_tokenizer_of(folder), our_tokenizer_of(folder));
     texts.extend(PARAPHRASES.iter().flat_map(|(a, b)| [a.to_string(), b.to_string()]));
     texts.extend(
         ["用户喜欢深色模式和向量搜索", "Café déjà vu: naïve résumé coördination", "", "İstanbul ﬁle Ǆ ᾨ"]
@@ -310,10 +368,10 @@ fn wordpiece_matches_hugging_face_on(mut texts: Vec<String>) {
         assert_eq!(ours.encode(text, usize::MAX), expected, "{text:?}");
     }
     let long = "memory palace drawer wing room hall ".repeat(80);
-    let mut truncating = hf_tokenizer();
-    truncating.with_truncation(Some(tokenizers::TruncationParams { max_length: 256, ..Default::default() })).unwrap();
+    let mut truncating = hf_tokenizer_of(folder);
+    truncating.with_truncation(Some(tokenizers::TruncationParams { max_length: max, ..Default::default() })).unwrap();
     assert_eq!(
-        ours.encode_with_special(&long, 256),
+        ours.encode_with_special(&long, max),
         truncating.encode(long.as_str(), true).unwrap().get_ids().to_vec()
     );
 }
@@ -323,6 +381,14 @@ fn wordpiece_matches_hugging_face_on(mut texts: Vec<String>) {
 #[test]
 fn wordpiece_matches_hugging_face_on_repository_text() {
     wordpiece_matches_hugging_face_on(repository_texts());
+}
+
+/// MPNet's tokenizer (`<s>` … `</s>` around the text, `[UNK]` inside)
+/// through the same reader, against the Hugging Face tokenizer.
+#[test]
+fn mpnet_wordpiece_matches_hugging_face_on_repository_text() {
+    mpnet();
+    wordpiece_of_matches_hugging_face_on(&mpnet_dir(&model_root()), 384, repository_texts());
 }
 
 /// The same on the shared real data: all eight reference vectors, and every

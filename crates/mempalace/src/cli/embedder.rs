@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use mempalace_embed::Embedder;
-use mempalace_embed::files::{minilm_dir, static_dir};
+use mempalace_embed::files::{minilm_dir, mpnet_dir, static_dir};
 use mempalace_embed::minilm::{MiniLm, Precision};
+use mempalace_embed::mpnet::Mpnet;
 use mempalace_embed::static_model::StaticModel;
 
 use crate::settings::{EmbedderKind, Settings};
@@ -53,6 +54,16 @@ pub fn build(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>> {
                 }
             }
         }
+        EmbedderKind::Mpnet => match Mpnet::load(&mpnet_dir(&settings.model_dir)) {
+            Ok(model) => Ok(Some(Arc::new(model))),
+            Err(error) => {
+                tracing::warn!(
+                    "{error}. Working without vectors: drawers are filed and found by keywords only; after \
+                     `mempalace model fetch --model mpnet`, `mempalace reembed` adds the vectors"
+                );
+                Ok(None)
+            }
+        },
         EmbedderKind::Static => {
             let folder = static_dir(&settings.model_dir);
             match StaticModel::load(&folder) {

