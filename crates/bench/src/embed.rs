@@ -14,6 +14,7 @@ use anyhow::{Context as _, Result, bail};
 use mempalace_embed::Embedder;
 use mempalace_embed::files::{minilm_dir, static_dir};
 use mempalace_embed::minilm::{MiniLm, Precision};
+use mempalace_embed::mpnet::Mpnet;
 use mempalace_embed::static_model::StaticModel;
 use serde_json::{Value, json};
 
@@ -131,6 +132,70 @@ pub fn rss_child(models: &Path, shared: &Path, n: usize, int8: bool) -> Result<V
     )
 }
 
+/// all-mpnet-base-v2, when its files are in the model directory: load
+/// time, throughput and query latency in f32, with the weights in place
+/// (one-text processes) and in int8 (where the CPU has VNNI), int8's
+/// cosine to f32, and throughput as a share of MiniLM f32's.
+fn mpnet(models: &Path, chunks: &[String], sample: &[&str], minilm_rate: f64) -> Result<Value> {
+    let folder = mempalace_embed::files::mpnet_dir(models);
+    if mempalace_embed::files::check(&mempalace_embed::files::MPNET, &folder).is_err() {
+        return Ok(Value::Null);
+    }
+    let timed_load = |precision| -> Result<(Mpnet, f64)> {
+        let started = Instant::now();
+        let model = Mpnet::load_with(&folder, precision)?;
+        Ok((model, started.elapsed().as_secs_f64() * 1e3))
+    };
+    let (f32_model, f32_load_ms) = timed_load(Precision::F32)?;
+    // A tenth of the chunks: MPNet does about 8× MiniLM's work.
+    let few = &chunks[..(chunks.len() / 10).max(16).min(chunks.len())];
+    let rate = throughput(&f32_model, few, 64)?;
+    let reference = f32_model.embed_batch(sample)?;
+    let mut summary = json!({
+        "f32": {"load_ms": f32_load_ms, "chunks_per_s": rate, "query_ms": query_latency(&f32_model, 30)?},
+        "f32_share_of_minilm_f32_rate": rate / minilm_rate,
+    });
+    drop(f32_model);
+    let (in_place, in_place_load_ms) = timed_load(Precision::F32InPlace)?;
+    summary["f32_in_place"] = json!({"load_ms": in_place_load_ms, "query_ms": query_latency(&in_place, 30)?});
+    drop(in_place);
+    if mempalace_embed::amx::available() {
+        let (bf16, bf16_load_ms) = timed_load(Precision::Bf16)?;
+        let vectors = bf16.embed_batch(sample)?;
+        let cosines: Vec<f32> =
+            reference.iter().zip(&vectors).map(|(a, b)| mempalace_core::vector::cosine(a, b)).collect();
+        let rate = throughput(&bf16, few, 64)?;
+        summary["bf16_amx"] = json!({
+            "load_ms": bf16_load_ms,
+            "chunks_per_s": rate,
+            "share_of_minilm_f32_rate": rate / minilm_rate,
+            "query_ms": query_latency(&bf16, 30)?,
+            "vs_f32_cosine": {
+                "min": cosines.iter().copied().fold(f32::INFINITY, f32::min),
+                "mean": cosines.iter().sum::<f32>() / cosines.len() as f32,
+                "n": cosines.len(),
+            },
+        });
+    }
+    if mempalace_embed::kernels::has_vnni() {
+        let (int8, int8_load_ms) = timed_load(Precision::Int8)?;
+        let vectors = int8.embed_batch(sample)?;
+        let cosines: Vec<f32> =
+            reference.iter().zip(&vectors).map(|(a, b)| mempalace_core::vector::cosine(a, b)).collect();
+        summary["int8"] = json!({
+            "load_ms": int8_load_ms,
+            "chunks_per_s": throughput(&int8, few, 64)?,
+            "query_ms": query_latency(&int8, 30)?,
+            "vs_f32_cosine": {
+                "min": cosines.iter().copied().fold(f32::INFINITY, f32::min),
+                "mean": cosines.iter().sum::<f32>() / cosines.len() as f32,
+                "n": cosines.len(),
+            },
+        });
+    }
+    Ok(summary)
+}
+
 /// Runs the benchmark; returns (summary, samples).
 pub fn run(models: &Path, shared: &Path, chunks_n: usize, rss_chunks: usize) -> Result<(Value, Value)> {
     let chunks = prose_chunks(shared, chunks_n)?;
@@ -171,6 +236,7 @@ pub fn run(models: &Path, shared: &Path, chunks_n: usize, rss_chunks: usize) -> 
     } else {
         Value::Null
     };
+    let mpnet = mpnet(models, &chunks, &sample, minilm_rate)?;
     let static_model = StaticModel::load(&static_dir(models))?;
     let static_chunks = prose_chunks(shared, 20_000)?;
     let static_rate = throughput(&static_model, &static_chunks, 1_000)?;
@@ -199,6 +265,7 @@ pub fn run(models: &Path, shared: &Path, chunks_n: usize, rss_chunks: usize) -> 
         "minilm_int8_query_ms": int8_query,
         "int8_vs_f32_cosine": {"min": int8_cosine_min, "mean": int8_cosine_mean, "n": cosines.len()},
         "minilm_bf16_amx": bf16,
+        "mpnet": mpnet,
         "static_chunks_per_s": static_rate,
         "static_query_ms": static_query,
         "speedup_static_over_minilm": static_rate / minilm_rate,

@@ -208,6 +208,10 @@ pub struct Bert {
 struct AmxWorkspace {
     x: Vec<f32>,
     scratch: Vec<f32>,
+    /// f32 query/key/value and context rows, for attention in f32 (heads
+    /// other than [`amx::HEAD_DIM`] wide, or MPNet's relative bias).
+    qkv: Vec<f32>,
+    context: Vec<f32>,
     x16: amx::Bf16Buffer,
     qkv16: amx::Bf16Buffer,
     context16: amx::Bf16Buffer,
@@ -380,25 +384,14 @@ impl Bert {
 
     /// Rounds every dense layer's weights to bf16 in the AMX tile layout
     /// (f32 accumulation); frees the f32 weights. From then on the forward
-    /// pass runs every product on the AMX unit. The caller checks
-    /// [`amx::available`] first.
+    /// pass runs every dense product on the AMX unit, and attention too
+    /// when its heads are [`amx::HEAD_DIM`] wide and it has no relative
+    /// bias (MiniLM); otherwise (MPNet) attention runs in f32 between them.
+    /// The caller checks [`amx::available`] first.
     ///
     /// # Errors
-    /// When a head is not [`amx::HEAD_DIM`] wide (true of MiniLM), or the
-    /// model biases attention by relative position (MPNet).
+    /// None today; kept for layouts the tile kernels cannot take.
     pub fn pack_bf16(&mut self) -> EmbedResult<()> {
-        if self.relative_bias.is_some() {
-            return Err(EmbedError::ModelInvalid(
-                "the AMX path has no relative-position attention bias (MPNet); run this model in f32".to_string(),
-            ));
-        }
-        if self.hidden / self.heads != amx::HEAD_DIM {
-            return Err(EmbedError::ModelInvalid(format!(
-                "the AMX path needs attention heads of {} dimensions, not {}",
-                amx::HEAD_DIM,
-                self.hidden / self.heads
-            )));
-        }
         // The layers are independent: converted in parallel.
         self.layers.par_iter_mut().for_each(|layer| {
             for dense in [&mut layer.qkv, &mut layer.attention_output, &mut layer.intermediate, &mut layer.output] {
@@ -558,18 +551,37 @@ impl Bert {
             amx::convert_rows(from, h, to, h_stride);
         });
         let scale = 1.0 / (amx::HEAD_DIM as f32).sqrt();
+        let amx_attention = self.relative_bias.is_none() && h / self.heads == amx::HEAD_DIM;
+        if !amx_attention {
+            ws.qkv.resize(tokens * 3 * h, 0.0);
+            ws.context.resize(tokens * h, 0.0);
+        }
         for layer in &self.layers {
-            amx::matmul_then(
-                ws.x16.as_slice(),
-                tokens,
-                packed(&layer.qkv),
-                None,
-                threads,
-                Epilogue::Bias(&layer.qkv.bias),
-                ws.qkv16.as_mut_slice(),
-                3 * h,
-            );
-            {
+            if amx_attention {
+                amx::matmul_then(
+                    ws.x16.as_slice(),
+                    tokens,
+                    packed(&layer.qkv),
+                    None,
+                    threads,
+                    Epilogue::Bias(&layer.qkv.bias),
+                    ws.qkv16.as_mut_slice(),
+                    3 * h,
+                );
+            } else {
+                // Products on the AMX unit, attention in f32 (with the
+                // relative bias), its context rounded to bf16 for the next
+                // product.
+                amx::matmul(ws.x16.as_slice(), tokens, packed(&layer.qkv), &mut ws.qkv, threads);
+                ws.qkv.par_chunks_mut(64 * 3 * h).for_each(|chunk| kernels::add_bias(chunk, &layer.qkv.bias));
+                self.attention(&ws.qkv, lengths, offsets, &mut ws.context);
+                ws.context16
+                    .as_mut_slice()
+                    .par_chunks_mut(64 * h_stride)
+                    .zip(ws.context.par_chunks(64 * h))
+                    .for_each(|(to, from)| amx::convert_rows(from, h, to, h_stride));
+            }
+            if amx_attention {
                 let qkv16 = ws.qkv16.as_slice();
                 let mut slices: Vec<&mut [u16]> = Vec::with_capacity(lengths.len());
                 let mut rest = &mut ws.context16.as_mut_slice()[..tokens * h];

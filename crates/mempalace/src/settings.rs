@@ -59,10 +59,15 @@ pub enum EmbedderKind {
     /// The same model with int8 dense layers (AVX-512 VNNI), about twice as fast.
     #[value(name = "minilm-int8", alias = "int8")]
     MiniLmInt8,
-    /// all-mpnet-base-v2 in-process (f32): 768 dimensions, about eight times MiniLM's work per text,
-    /// for palaces that favour retrieval quality over filing speed (`mempalace model fetch --model mpnet`).
+    /// all-mpnet-base-v2 in-process (bf16 products on the AMX unit where the CPU has one, else f32;
+    /// the same vectors): 768 dimensions, about eight times MiniLM's work per text, for palaces that
+    /// favour retrieval quality over filing speed (`mempalace model fetch --model mpnet`).
     #[value(name = "mpnet", alias = "all-mpnet-base-v2")]
     Mpnet,
+    /// What `mpnet` becomes in a process that embeds one short text: f32 with the weights read in
+    /// place (no copy of 340 MB at load). Not a user's choice.
+    #[value(skip)]
+    MpnetOneText,
     /// The static model distilled from MiniLM: thousands of times faster, less precise.
     Static,
     /// An OpenAI-compatible endpoint (MEMPALACE_EMBED_BASE_URL).

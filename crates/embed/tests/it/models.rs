@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 use mempalace_embed::Embedder;
 use mempalace_embed::files::{minilm_dir, mpnet_dir, static_dir};
 use mempalace_embed::minilm::MiniLm;
+use mempalace_embed::minilm::Precision;
 use mempalace_embed::mpnet::Mpnet;
 use mempalace_embed::static_model::StaticModel;
 use serde_json::Value;
@@ -239,15 +240,23 @@ fn minilm_with_weights_in_place_matches_f32() {
     assert_eq!(in_place.model_id(), exact.model_id());
 }
 
-/// all-mpnet-base-v2, when its files are in the model directory
+/// all-mpnet-base-v2 as loaded by default (bf16 products on the AMX unit
+/// where the CPU has one, else f32), from the model directory
 /// (`mempalace model fetch --model mpnet`; `./scripts/test.sh` fetches it).
 fn mpnet() -> &'static Mpnet {
     static MODEL: OnceLock<Mpnet> = OnceLock::new();
-    MODEL.get_or_init(|| {
-        let folder = mpnet_dir(&model_root());
-        Mpnet::load(&folder).unwrap_or_else(|error| {
-            panic!("{error}; `mempalace model fetch --model mpnet --model-dir {}` fetches it", model_root().display())
-        })
+    MODEL.get_or_init(|| load_mpnet(Precision::for_this_cpu()))
+}
+
+/// MPNet in f32 (the reference path).
+fn mpnet_f32() -> &'static Mpnet {
+    static MODEL: OnceLock<Mpnet> = OnceLock::new();
+    MODEL.get_or_init(|| load_mpnet(Precision::F32))
+}
+
+fn load_mpnet(precision: Precision) -> Mpnet {
+    Mpnet::load_with(&mpnet_dir(&model_root()), precision).unwrap_or_else(|error| {
+        panic!("{error}; `mempalace model fetch --model mpnet --model-dir {}` fetches it", model_root().display())
     })
 }
 
@@ -258,7 +267,40 @@ fn mpnet() -> &'static Mpnet {
 /// a text truncated at 384 tokens. Batched and one at a time.
 #[test]
 fn mpnet_matches_the_reference_vectors() {
-    let model = mpnet();
+    for model in [mpnet(), mpnet_f32()] {
+        mpnet_model_matches_the_reference_vectors(model);
+    }
+}
+
+/// The AMX path (bf16 products, f32 attention with the relative bias) and
+/// the weights read in place give f32's vectors under f32's model id; int8
+/// stays close under its own.
+#[test]
+fn mpnet_precisions_agree_with_f32() {
+    let texts: Vec<String> = repository_texts().into_iter().step_by(97).take(24).collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let exact = mpnet_f32().embed_batch(&refs).unwrap();
+    let mut variants = vec![(load_mpnet(Precision::F32InPlace), 0.99999)];
+    if mempalace_embed::amx::available() {
+        variants.push((load_mpnet(Precision::Bf16), 0.9995));
+    }
+    for (model, floor) in &variants {
+        assert_eq!(model.model_id(), "all-mpnet-base-v2");
+        for ((text, a), b) in texts.iter().zip(&exact).zip(model.embed_batch(&refs).unwrap()) {
+            let similarity = cosine(a, &b);
+            assert!(similarity >= *floor, "cosine {similarity} for {text:?}");
+        }
+    }
+    if mempalace_embed::kernels::has_vnni() {
+        let int8 = load_mpnet(Precision::Int8);
+        assert_eq!(int8.model_id(), "all-mpnet-base-v2-int8");
+        for (a, b) in exact.iter().zip(int8.embed_batch(&refs).unwrap()) {
+            assert!(cosine(a, &b) >= 0.98, "int8 cosine {}", cosine(a, &b));
+        }
+    }
+}
+
+fn mpnet_model_matches_the_reference_vectors(model: &Mpnet) {
     assert_eq!((model.model_id(), model.dim()), ("all-mpnet-base-v2", 768));
     let path = mempalace_testdata::fixture("embeddings/mpnet-reference.json");
     let reference: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("reference file")).unwrap();

@@ -16,17 +16,19 @@ use mempalace_embed::static_model::StaticModel;
 use crate::settings::{EmbedderKind, Settings};
 
 /// The settings for a process that embeds one short text (`add` of a text
-/// that fits one drawer, `search`, `inject`): the default MiniLM runs in
-/// f32 with its weights read in place from the mapped file. Copying them
+/// that fits one drawer, `search`, `inject`): the default MiniLM (and
+/// MPNet) runs in f32 with its weights read in place from the mapped file. Copying them
 /// into the layout fast multiplies want (f32) or packing them for the AMX
 /// unit (bf16) costs such a process 40–80 ms at load, more than either
 /// saves on one text; the vectors are the same under the same model id
 /// (cosine ≥ 0.9999), so nothing filed either way needs embedding again.
 pub fn for_one_text(settings: &Settings) -> Settings {
     let mut settings = settings.clone();
-    if settings.embedder == EmbedderKind::MiniLm {
-        settings.embedder = EmbedderKind::MiniLmOneText;
-    }
+    settings.embedder = match settings.embedder {
+        EmbedderKind::MiniLm => EmbedderKind::MiniLmOneText,
+        EmbedderKind::Mpnet => EmbedderKind::MpnetOneText,
+        other => other,
+    };
     settings
 }
 
@@ -54,7 +56,14 @@ pub fn build(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>> {
                 }
             }
         }
-        EmbedderKind::Mpnet => match Mpnet::load(&mpnet_dir(&settings.model_dir)) {
+        EmbedderKind::Mpnet | EmbedderKind::MpnetOneText => match Mpnet::load_with(
+            &mpnet_dir(&settings.model_dir),
+            if settings.embedder == EmbedderKind::MpnetOneText {
+                Precision::F32InPlace
+            } else {
+                Precision::for_this_cpu()
+            },
+        ) {
             Ok(model) => Ok(Some(Arc::new(model))),
             Err(error) => {
                 tracing::warn!(
@@ -123,6 +132,7 @@ mod tests {
         };
         assert_eq!(with(None).embedder, EmbedderKind::MiniLm, "the default");
         assert_eq!(for_one_text(&with(None)).embedder, EmbedderKind::MiniLmOneText);
+        assert_eq!(for_one_text(&with(Some(EmbedderKind::Mpnet))).embedder, EmbedderKind::MpnetOneText);
         for chosen in [EmbedderKind::MiniLmF32, EmbedderKind::MiniLmInt8, EmbedderKind::Static, EmbedderKind::None] {
             assert_eq!(for_one_text(&with(Some(chosen))).embedder, chosen, "{chosen:?} is kept");
         }

@@ -562,6 +562,7 @@ pub(crate) fn open_with_embedder(settings: &Settings, access: Access) -> Result<
         | EmbedderKind::MiniLmOneText
         | EmbedderKind::MiniLmInt8
         | EmbedderKind::Mpnet
+        | EmbedderKind::MpnetOneText
         | EmbedderKind::Static => {
             let for_loader = settings.clone();
             let cell = EmbedderCell::load_in_background(Box::new(move || {
