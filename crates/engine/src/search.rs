@@ -582,7 +582,45 @@ impl Palace {
         };
         let model = embedder.model_id().to_string();
         let hits = self.nearest(&model, &query_vector, filter, CANDIDATES)?;
+        // An unrestricted search that finds no vector at all: the palace may
+        // hold none of this model (counted only then, so the count never
+        // runs beside a working vector stage).
+        let unrestricted =
+            DrawerFilter { viewer: None, include_hidden: false, ..filter.clone() } == DrawerFilter::default();
+        if hits.is_empty()
+            && unrestricted
+            && let Some(reason) = self.vectors_of_other_models(&model)?
+        {
+            return Ok((hits, Some((model, query_vector)), SearchMode::LexicalOnly(reason)));
+        }
         Ok((hits, Some((model, query_vector)), SearchMode::Hybrid))
+    }
+
+    /// Why a search found no vector at all, when the palace has drawers but
+    /// none with a vector of `model` (the embedder was switched, or the
+    /// drawers were filed without one): the reason names what they have and
+    /// what to run.
+    fn vectors_of_other_models(&self, model: &str) -> EngineResult<Option<String>> {
+        let counts = self.store().embedding_models(self.workspace())?;
+        if counts.iter().any(|(other, count)| other.as_deref() == Some(model) && *count > 0) {
+            return Ok(None);
+        }
+        let total: u64 = counts.iter().map(|(_, count)| count).sum();
+        if total == 0 {
+            return Ok(None);
+        }
+        let held: Vec<String> = counts
+            .iter()
+            .filter(|(_, count)| *count > 0)
+            .map(|(other, count)| match other {
+                Some(other) => format!("{count} with {other} vectors"),
+                None => format!("{count} without a vector"),
+            })
+            .collect();
+        Ok(Some(format!(
+            "no drawer has a vector of {model}, the configured embedder ({}); `mempalace reembed` gives them one",
+            held.join(", ")
+        )))
     }
 }
 

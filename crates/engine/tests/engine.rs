@@ -597,6 +597,39 @@ fn without_an_embedder_search_is_lexical_and_says_so(backend: Backend) {
     assert_eq!(again.hits[0].drawer.access_count, 1, "returned drawers get access tracking");
 }
 
+/// A second model (`Flaky`, never broken here): two dimensions, its own id.
+fn other_model() -> Arc<dyn Embedder> {
+    Arc::new(Flaky { broken: AtomicBool::new(false) })
+}
+
+fn a_switched_embedder_says_the_drawers_need_its_vectors(backend: Backend) {
+    let (_dir, before) = palace(backend, Some(Arc::new(Constant)));
+    before.ingest(request("w", "r", "The gripper calibration uses a force of 12.5 newtons.")).unwrap();
+    before.ingest(request("w", "s", "Lidar readings are noisy when it rains.")).unwrap();
+    let query = SearchRequest { query: "gripper calibration".into(), ..Default::default() };
+    assert_eq!(before.search(&query).unwrap().mode, SearchMode::Hybrid);
+
+    // The same palace with another embedder: nothing to compare with, and
+    // the search says why and what to run; keywords still find the drawer.
+    let after = Palace::new(Arc::clone(before.store()), WorkspaceId::default_workspace()).with_embedder(other_model());
+    let outcome = after.search(&query).unwrap();
+    match &outcome.mode {
+        SearchMode::LexicalOnly(reason) => {
+            assert!(reason.contains("flaky") && reason.contains("2 with constant vectors"), "{reason}");
+            assert!(reason.contains("mempalace reembed"), "{reason}");
+        }
+        SearchMode::Hybrid => panic!("a search with no vector of its model is keyword-only and says so"),
+    }
+    assert_eq!(outcome.hits.len(), 1);
+    // A restricted search is not counted (its empty vector stage proves nothing).
+    let mut in_wing = query.clone();
+    in_wing.filter.wings = vec!["w".into()];
+    assert_eq!(after.search(&in_wing).unwrap().mode, SearchMode::Hybrid);
+
+    after.reembed(16, &mut |_| {}).unwrap();
+    assert_eq!(after.search(&query).unwrap().mode, SearchMode::Hybrid);
+}
+
 fn wake_up_recall_and_inject(backend: Backend) {
     let (_dir, palace) = palace(backend, Some(minilm()));
     palace.set_identity(&mempalace_core::Identity::parse("I am Atlas, the lab assistant.").unwrap()).unwrap();
@@ -829,6 +862,7 @@ on_both!(
     the_pool_batches_embedding_calls_across_queued_work,
     a_failing_provider_degrades_search_to_bm25_and_recovers,
     without_an_embedder_search_is_lexical_and_says_so,
+    a_switched_embedder_says_the_drawers_need_its_vectors,
     wake_up_recall_and_inject,
     learn_files_an_insight_with_category_tags_and_scope,
     owned_hits_get_the_user_boost_and_user_first_falls_back_to_the_shared_pool,
