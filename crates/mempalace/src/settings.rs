@@ -912,7 +912,7 @@ mod embedder_tests {
         let err = resolve(&env(&[("MEMPALACE_EMBEDDER", "bert")]), Some(home.path()), &Overrides::default())
             .unwrap_err()
             .to_string();
-        assert!(err.contains("bert") && err.contains("minilm, minilm-f32, minilm-int8, static"), "{err}");
+        assert!(err.contains("bert") && err.contains("minilm, minilm-f32, minilm-int8, mpnet, static"), "{err}");
         let err = resolve(&env(&[("MEMPALACE_EMBEDDER", "ollama")]), Some(home.path()), &Overrides::default())
             .unwrap_err()
             .to_string();
