@@ -153,7 +153,7 @@ const MAX_PASS_TOKENS: usize = 8_192;
 /// for `gemm`) or its int8 or bf16 (AMX) form.
 struct Dense {
     parts: Vec<Floats>,
-    weight: Vec<f32>,
+    weight: Floats,
     int8: Option<Int8Matrix>,
     bf16: Option<Bf16Matrix>,
     bias: Vec<f32>,
@@ -226,7 +226,7 @@ fn values(vb: &Scope, shape: &[usize], name: &str) -> EmbedResult<Vec<f32>> {
 fn dense(vb: &Scope, inputs: usize, outputs: usize) -> EmbedResult<Dense> {
     let weight = vb.floats(&[outputs, inputs], "weight")?;
     let bias = values(vb, &[outputs], "bias")?;
-    Ok(Dense { parts: vec![weight], weight: Vec::new(), int8: None, bf16: None, bias, inputs, outputs })
+    Ok(Dense { parts: vec![weight], weight: Floats::from(Vec::new()), int8: None, bf16: None, bias, inputs, outputs })
 }
 
 impl Dense {
@@ -324,7 +324,7 @@ impl Bert {
                 Ok(Layer {
                     qkv: Dense {
                         parts,
-                        weight: Vec::new(),
+                        weight: Floats::from(Vec::new()),
                         int8: None,
                         bf16: None,
                         bias,
@@ -365,10 +365,61 @@ impl Bert {
     pub fn transpose_f32(&mut self) {
         self.layers.par_iter_mut().for_each(|layer| {
             for dense in [&mut layer.qkv, &mut layer.attention_output, &mut layer.intermediate, &mut layer.output] {
-                dense.weight = dense.transposed();
+                dense.weight = Floats::from(dense.transposed());
                 dense.parts = Vec::new();
             }
         });
+    }
+
+    /// The transposed dense weights ([`Bert::transpose_f32`]'s copies),
+    /// named for [`Bert::use_transposed`], to be written to a file.
+    ///
+    /// # Panics
+    /// When the weights were not transposed first.
+    pub fn transposed_tensors(&self) -> Vec<(String, Vec<usize>, &[f32])> {
+        let mut tensors = Vec::with_capacity(self.layers.len() * 4);
+        for (index, layer) in self.layers.iter().enumerate() {
+            for (name, dense) in Self::dense_layers(layer) {
+                assert!(!dense.weight.is_empty(), "transpose_f32 runs before transposed_tensors");
+                tensors.push((format!("layer.{index}.{name}"), vec![dense.inputs, dense.outputs], &*dense.weight));
+            }
+        }
+        tensors
+    }
+
+    /// Takes every dense layer's transposed weights from `root` (a file
+    /// [`Bert::transposed_tensors`] wrote, mapped: read in place, nothing
+    /// copied), as [`Bert::transpose_f32`] would have computed them. Leaves
+    /// the encoder unchanged when a tensor is missing or has another shape.
+    ///
+    /// # Errors
+    /// When the file lacks a layer's tensor or has it in another shape.
+    pub fn use_transposed(&mut self, root: &Scope<'_>) -> EmbedResult<()> {
+        let mut found = Vec::with_capacity(self.layers.len() * 4);
+        for (index, layer) in self.layers.iter().enumerate() {
+            for (name, dense) in Self::dense_layers(layer) {
+                found.push(root.floats(&[dense.inputs, dense.outputs], &format!("layer.{index}.{name}"))?);
+            }
+        }
+        let mut found = found.into_iter();
+        for layer in &mut self.layers {
+            for dense in [&mut layer.qkv, &mut layer.attention_output, &mut layer.intermediate, &mut layer.output] {
+                if let Some(weight) = found.next() {
+                    dense.weight = weight;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A layer's dense layers with their names in a transposed-weights file.
+    fn dense_layers(layer: &Layer) -> [(&'static str, &Dense); 4] {
+        [
+            ("qkv", &layer.qkv),
+            ("attention_output", &layer.attention_output),
+            ("intermediate", &layer.intermediate),
+            ("output", &layer.output),
+        ]
     }
 
     /// Quantises every dense layer to int8 (per-column weights, per-token

@@ -34,6 +34,7 @@ pub mod mpnet;
 pub mod pca;
 pub mod resilient;
 pub mod static_model;
+pub mod transposed;
 pub mod weights;
 pub mod wordpiece;
 

@@ -34,6 +34,9 @@ pub struct MiniLm {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Precision {
     /// f32 throughout: matches the reference vectors (cosine ≥ 0.999).
+    /// The dense weights transposed: mapped from the copy kept next to the
+    /// model ([`crate::transposed`]) when there is one, else copied at load
+    /// (and that copy kept for the next process).
     F32,
     /// int8 dense layers with AVX-512 VNNI (attention in f32): about twice
     /// as fast, vectors within cosine ~0.99 of f32. A distinct model id, so
@@ -90,7 +93,12 @@ impl MiniLm {
         // used in place, and only its rows for the tokens embedded are read.
         let mut bert = Weights::read(&folder.join("model.safetensors"))?.with(|root| Bert::load(root, &config))?;
         match precision {
-            Precision::F32 => bert.transpose_f32(),
+            Precision::F32 => {
+                if !crate::transposed::load(&mut bert, folder) {
+                    bert.transpose_f32();
+                    crate::transposed::save(&bert, folder);
+                }
+            }
             Precision::F32InPlace => {}
             Precision::Int8 => bert.quantize_int8(),
             Precision::Bf16 => bert.pack_bf16()?,

@@ -326,6 +326,43 @@ fn mpnet_finds_paraphrases() {
     assert!(accuracy >= 0.95, "MPNet paraphrase accuracy {accuracy}");
 }
 
+/// The transposed weights an f32 load computes are kept next to the model
+/// and mapped by the next load: the same vectors, bit for bit; a damaged
+/// copy is recomputed and replaced, and copies made for other weights go.
+#[test]
+fn transposed_weights_are_kept_next_to_the_model() {
+    let folder = tempfile::tempdir().unwrap();
+    for name in ["model.safetensors", "tokenizer.json", "config.json"] {
+        std::os::unix::fs::symlink(minilm_dir(&model_root()).join(name), folder.path().join(name)).unwrap();
+    }
+    let stale = folder.path().join(".transposed-f32-1-2.safetensors");
+    std::fs::write(&stale, b"weights of another day").unwrap();
+    let kept = mempalace_embed::transposed::path(folder.path()).unwrap();
+    assert!(!mempalace_embed::transposed::present(folder.path()));
+    let texts = ["the gripper force is 12.5 newtons", &"a longer text about calibration and firmware ".repeat(6)];
+
+    let first = MiniLm::load_with(folder.path(), Precision::F32).unwrap().embed_batch(&texts).unwrap();
+    assert!(kept.is_file(), "the first f32 load writes the transposed weights");
+    assert!(!stale.exists(), "a copy for other weights is removed");
+    let size = std::fs::metadata(&kept).unwrap().len();
+    assert!(size > 40_000_000, "{size} bytes");
+    let mapped = MiniLm::load_with(folder.path(), Precision::F32).unwrap().embed_batch(&texts).unwrap();
+    assert_eq!(first, mapped, "mapped transposed weights give the same vectors");
+    assert_eq!(first, minilm_f32().embed_batch(&texts).unwrap());
+
+    // A damaged copy is not used; the load recomputes and rewrites it.
+    std::fs::write(&kept, b"not safetensors").unwrap();
+    let recomputed = MiniLm::load_with(folder.path(), Precision::F32).unwrap().embed_batch(&texts).unwrap();
+    assert_eq!(first, recomputed);
+    assert_eq!(std::fs::metadata(&kept).unwrap().len(), size, "rewritten whole");
+    let leftovers: Vec<String> = std::fs::read_dir(folder.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".partial"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
 #[test]
 fn minilm_finds_paraphrases() {
     let accuracy = paraphrase_accuracy(minilm());

@@ -42,6 +42,9 @@ pub fn build(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>> {
             let precision = match settings.embedder {
                 EmbedderKind::MiniLmInt8 => Precision::Int8,
                 EmbedderKind::MiniLmF32 => Precision::F32,
+                // The transposed weights kept next to the model, mapped: the
+                // fast layout at no load cost; else the weights in place.
+                EmbedderKind::MiniLmOneText if mempalace_embed::transposed::present(&folder) => Precision::F32,
                 EmbedderKind::MiniLmOneText => Precision::F32InPlace,
                 _ => Precision::for_this_cpu(),
             };

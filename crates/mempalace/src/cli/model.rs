@@ -72,6 +72,13 @@ pub fn run(settings: &Settings, command: ModelCommand) -> Result<()> {
                 FetchModel::Mpnet => &files::MPNET,
             };
             fetch(settings, spec, force)?;
+            if model == FetchModel::Minilm && !mempalace_embed::transposed::present(&minilm_dir(root)) {
+                // An f32 load writes the transposed weights next to the
+                // model, so the processes hooks start (`add`, `search`)
+                // map them instead of multiplying by the weights in place.
+                MiniLm::load_with(&minilm_dir(root), mempalace_embed::minilm::Precision::F32)
+                    .context("preparing the transposed weights")?;
+            }
         }
         ModelCommand::Distill { dims, force } => {
             let out = static_dir(root);
