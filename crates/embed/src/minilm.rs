@@ -93,12 +93,7 @@ impl MiniLm {
         // used in place, and only its rows for the tokens embedded are read.
         let mut bert = Weights::read(&folder.join("model.safetensors"))?.with(|root| Bert::load(root, &config))?;
         match precision {
-            Precision::F32 => {
-                if !crate::transposed::load(&mut bert, folder) {
-                    bert.transpose_f32();
-                    crate::transposed::save(&bert, folder);
-                }
-            }
+            Precision::F32 => crate::transposed::load_or_make(&mut bert, folder),
             Precision::F32InPlace => {}
             Precision::Int8 => bert.quantize_int8(),
             Precision::Bf16 => bert.pack_bf16()?,

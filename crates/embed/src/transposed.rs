@@ -48,6 +48,15 @@ pub fn load(bert: &mut Bert, folder: &Path) -> bool {
     }
 }
 
+/// Gives `bert` its transposed weights: mapped from the copy kept for the
+/// model in `folder`, else computed ([`Bert::transpose_f32`]) and kept.
+pub fn load_or_make(bert: &mut Bert, folder: &Path) {
+    if !load(bert, folder) {
+        bert.transpose_f32();
+        save(bert, folder);
+    }
+}
+
 /// Writes `bert`'s transposed weights (after [`Bert::transpose_f32`]) for
 /// the model in `folder`, and removes copies made for other weights. Best
 /// effort: a failure (a read-only folder) is logged and changes nothing.

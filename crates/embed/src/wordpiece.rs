@@ -64,6 +64,20 @@ pub struct WordPiece {
     sep: u32,
     max_chars_per_word: usize,
     longest_piece: usize,
+    /// The added tokens (`[CLS]`, `<s>`, `<mask>` …) that a text may
+    /// spell out: Hugging Face takes them whole before anything else, so
+    /// "a <s> b" holds MPNet's `<s>` id, not `<`, `s`, `>`.
+    added: Vec<AddedToken>,
+}
+
+/// An added token as a text may contain it.
+#[derive(Clone)]
+struct AddedToken {
+    content: String,
+    id: u32,
+    /// Matched after normalisation (here: ASCII case-insensitively, the
+    /// lowercasing that matters for such tokens), else exactly.
+    normalized: bool,
 }
 
 /// The parts of a Hugging Face `tokenizer.json` read here; every other
@@ -76,6 +90,17 @@ struct TokenizerFile<'a> {
     normalizer: Option<NormalizerSection<'a>>,
     #[serde(borrow)]
     post_processor: Option<PostProcessorSection<'a>>,
+    #[serde(borrow, default)]
+    added_tokens: Vec<AddedSection<'a>>,
+}
+
+#[derive(Deserialize)]
+struct AddedSection<'a> {
+    id: u32,
+    #[serde(borrow)]
+    content: Cow<'a, str>,
+    #[serde(default)]
+    normalized: bool,
 }
 
 /// The tokens a `BertProcessing` or `RobertaProcessing` post-processor
@@ -166,6 +191,13 @@ impl<'de: 'a, 'a> Deserialize<'de> for Token<'a> {
     }
 }
 
+/// Byte offset of the first ASCII-case-insensitive occurrence of `needle`.
+fn find_ascii_case_insensitive(haystack: &str, needle: &str) -> Option<usize> {
+    let (hay, pin) = (haystack.as_bytes(), needle.as_bytes());
+    (0..=hay.len().checked_sub(pin.len())?)
+        .find(|&at| haystack.is_char_boundary(at) && hay[at..at + pin.len()].eq_ignore_ascii_case(pin))
+}
+
 fn invalid(message: impl Into<String>) -> EmbedError {
     EmbedError::ModelInvalid(message.into())
 }
@@ -237,7 +269,40 @@ impl WordPiece {
             longest_piece,
             starts,
             continuations,
+            added: file
+                .added_tokens
+                .into_iter()
+                .filter(|token| !token.content.is_empty())
+                .map(|token| AddedToken {
+                    content: token.content.into_owned(),
+                    id: token.id,
+                    normalized: token.normalized,
+                })
+                .collect(),
         })
+    }
+
+    /// The first added token in `text`: (byte offset, byte length, id),
+    /// the leftmost, and the longest of those starting there.
+    fn next_added(&self, text: &str) -> Option<(usize, usize, u32)> {
+        let mut best: Option<(usize, usize, u32)> = None;
+        for token in &self.added {
+            let found = if token.normalized {
+                find_ascii_case_insensitive(text, &token.content)
+            } else {
+                text.find(token.content.as_str())
+            };
+            if let Some(start) = found {
+                let better = match best {
+                    None => true,
+                    Some((at, length, _)) => start < at || (start == at && token.content.len() > length),
+                };
+                if better {
+                    best = Some((start, token.content.len(), token.id));
+                }
+            }
+        }
+        best
     }
 
     /// The `[UNK]` id.
@@ -269,7 +334,42 @@ impl WordPiece {
     }
 
     /// Token ids of `text` without special tokens, at most `max` of them.
+    /// An added token the text spells out (`[SEP]`, `<s>` …) is its id, as
+    /// Hugging Face's tokenizer has it; the text around it is tokenized
+    /// piece by piece.
     pub fn encode(&self, text: &str, max: usize) -> Vec<u32> {
+        // Added tokens start with `[` or `<`: a text without their first
+        // characters (nearly all) takes the plain path at once.
+        let may_hold = |text: &str| {
+            self.added.iter().any(|token| {
+                token.content.chars().next().is_some_and(|first| {
+                    text.contains(first)
+                        || (token.normalized
+                            && (text.contains(first.to_ascii_uppercase()) || text.contains(first.to_ascii_lowercase())))
+                })
+            })
+        };
+        if self.added.is_empty() || !may_hold(text) {
+            return self.encode_plain(text, max);
+        }
+        let mut ids = Vec::new();
+        let mut rest = text;
+        while ids.len() < max {
+            let Some((start, length, id)) = self.next_added(rest) else { break };
+            ids.extend(self.encode_plain(&rest[..start], max - ids.len()));
+            if ids.len() < max {
+                ids.push(id);
+            }
+            rest = &rest[start + length..];
+        }
+        if ids.len() < max {
+            ids.extend(self.encode_plain(rest, max - ids.len()));
+        }
+        ids
+    }
+
+    /// [`WordPiece::encode`] of a text holding no added token.
+    fn encode_plain(&self, text: &str, max: usize) -> Vec<u32> {
         let mut ids = Vec::with_capacity(text.len() / 4 + 1);
         let mut word = String::new();
         let mut normalized = String::new();
@@ -409,6 +509,34 @@ mod tests {
         let path = dir.path().join("tokenizer.json");
         std::fs::write(&path, json.to_string()).unwrap();
         WordPiece::from_tokenizer_json(&path).unwrap()
+    }
+
+    /// Added tokens a text spells out are taken whole, before anything
+    /// else: exactly, or ASCII case-insensitively when normalised.
+    #[test]
+    fn added_tokens_in_the_text_are_their_ids() {
+        let vocab = ["[PAD]", "<unk>", "[CLS]", "[SEP]", "un", "##aff", "##able", "hello", ",", "cafe", "[", "]"];
+        let map: serde_json::Map<String, serde_json::Value> =
+            vocab.iter().enumerate().map(|(i, t)| (t.to_string(), serde_json::Value::from(i))).collect();
+        let json = serde_json::json!({
+            "normalizer": {"type": "BertNormalizer", "lowercase": true},
+            "model": {"type": "WordPiece", "unk_token": "<unk>", "vocab": map},
+            "added_tokens": [
+                {"id": 2, "content": "[CLS]", "normalized": false},
+                {"id": 3, "content": "[SEP]", "normalized": false},
+                {"id": 1, "content": "<unk>", "normalized": true},
+            ]
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokenizer.json");
+        std::fs::write(&path, json.to_string()).unwrap();
+        let wp = WordPiece::from_tokenizer_json(&path).unwrap();
+        assert_eq!(wp.encode("hello[SEP]unaffable", 100), vec![7, 3, 4, 5, 6]);
+        assert_eq!(wp.encode("hello <UNK> cafe [CLS]", 100), vec![7, 1, 9, 2]);
+        assert_eq!(wp.encode("[sep] [CL S]", 100), vec![10, 1, 11, 10, 1, 1, 11], "exact only when not normalised");
+        assert_eq!(wp.encode("hello [CLS] hello", 2), vec![7, 2]);
+        assert_eq!(wp.encode("[CLS][CLS]", 1), vec![2]);
+        assert_eq!(wp.encode_with_special("[SEP]", 10), vec![2, 3, 3]);
     }
 
     #[test]

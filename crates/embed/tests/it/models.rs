@@ -438,8 +438,14 @@ fn wordpiece_of_matches_hugging_face_on(folder: &Path, max: usize, mut texts: Ve
     let (hf, ours) = (hf_tokenizer_of(folder), our_tokenizer_of(folder));
     texts.extend(PARAPHRASES.iter().flat_map(|(a, b)| [a.to_string(), b.to_string()]));
     texts.extend(
-        ["用户喜欢深色模式和向量搜索", "Café déjà vu: naïve résumé coördination", "", "İstanbul ﬁle Ǆ ᾨ"]
-            .map(String::from),
+        [
+            "用户喜欢深色模式和向量搜索",
+            "Café déjà vu: naïve résumé coördination",
+            "",
+            "İstanbul ﬁle Ǆ ᾨ",
+            "a [CLS] b [SEP]c [MASK] [PAD]x [UNK] <s> </s>y <mask> <pad> <unk> <UNK> [cls] <S>",
+        ]
+        .map(String::from),
     );
     assert!(texts.len() > 1_000, "{}", texts.len());
     for text in &texts {
