@@ -286,6 +286,36 @@ pub fn detect_hall(text: &str) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    /// The sets built without a prefilter match exactly what
+    /// `regex::RegexSet` matches with the same patterns and flags.
+    #[test]
+    fn the_pattern_sets_match_as_a_regex_set_does() {
+        let patterns: super::PatternFile =
+            serde_json::from_str(include_str!("../config/classify_patterns.json")).unwrap();
+        let markers: Vec<String> = patterns.types.values().flatten().cloned().collect();
+        let noise: super::NoiseFile = serde_json::from_str(include_str!("../config/noise_patterns.json")).unwrap();
+        let noise: Vec<String> = noise.patterns.iter().map(|p| format!("^(?:{p})$")).collect();
+        let texts = [
+            "We decided to use PostgreSQL instead of MongoDB because of transactions.",
+            "I PREFER dark mode; we Chose tabs. The bug was fixed after the crash!",
+            "Ich habe beschlossen: wir nehmen Café-Bücher. Ça marche, résumé prêt.",
+            "thanks!",
+            "ok",
+            "",
+            "I'm so happy and proud, but worried about the deadline we agreed on yesterday.",
+        ];
+        for patterns in [&markers, &noise] {
+            let ours = super::compile(patterns);
+            let theirs = regex::RegexSetBuilder::new(patterns.iter()).case_insensitive(true).build().unwrap();
+            for text in texts {
+                let got: Vec<usize> = ours.matches(text).iter().map(|p| p.as_usize()).collect();
+                let want: Vec<usize> = theirs.matches(text).into_iter().collect();
+                assert_eq!(got, want, "{text:?}");
+                assert_eq!(ours.is_match(text), theirs.is_match(text), "{text:?}");
+            }
+        }
+    }
+
     use super::*;
 
     #[test]
