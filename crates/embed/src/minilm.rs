@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use mempalace_core::vector::normalize;
 
 use crate::bert::{Bert, BertConfig};
-use crate::files::{MINILM_ID, check_minilm};
+use crate::files::{MINILM, MINILM_ID, ModelSpec, check};
 use crate::weights::Weights;
 use crate::wordpiece::WordPiece;
 use crate::{EmbedError, EmbedResult, Embedder};
@@ -73,41 +73,14 @@ impl MiniLm {
 
     /// Loads the model with the given precision. Int8 needs AVX-512 VNNI.
     pub fn load_with(folder: &Path, precision: Precision) -> EmbedResult<Self> {
-        if precision == Precision::Int8 && !crate::kernels::has_vnni() {
-            return Err(EmbedError::ModelInvalid(
-                "the int8 MiniLM needs a CPU with AVX-512 VNNI, which this one lacks; use --embedder minilm".into(),
-            ));
-        }
-        if precision == Precision::Bf16 && !crate::amx::available() {
-            return Err(EmbedError::ModelInvalid(
-                "the bf16 MiniLM needs a CPU with AMX (and Linux permission to use it), which this one lacks; use --embedder minilm".into(),
-            ));
-        }
-        let started = std::time::Instant::now();
-        check_minilm(folder)?;
-        let config_text = std::fs::read_to_string(folder.join("config.json"))
-            .map_err(|error| EmbedError::ModelMissing(format!("config.json: {error}")))?;
-        let config: BertConfig = serde_json::from_str(&config_text)
-            .map_err(|error| EmbedError::ModelInvalid(format!("config.json: {error}")))?;
-        // Mapped, not read: the word-embedding table (half the file) is
-        // used in place, and only its rows for the tokens embedded are read.
-        let mut bert = Weights::read(&folder.join("model.safetensors"))?.with(|root| Bert::load(root, &config))?;
-        match precision {
-            Precision::F32 => crate::transposed::load_or_make(&mut bert, folder),
-            Precision::F32InPlace => {}
-            Precision::Int8 => bert.quantize_int8(),
-            Precision::Bf16 => bert.pack_bf16()?,
-        }
-        let weights_ms = started.elapsed().as_secs_f64() * 1e3;
-        let tokenizer = WordPiece::from_tokenizer_json(&folder.join("tokenizer.json"))?;
+        let (bert, tokenizer) = load_encoder(folder, &MINILM, "bert", "minilm", precision)?;
         let max_tokens = MAX_TOKENS.min(bert.max_positions());
-        tracing::debug!(weights_ms, total_ms = started.elapsed().as_secs_f64() * 1e3, ?precision, "MiniLM loaded");
         Ok(Self { bert, tokenizer, max_tokens, precision })
     }
 
     /// Token ids of each text, [CLS] … [SEP], truncated.
     pub fn tokenize(&self, texts: &[&str]) -> Vec<Vec<u32>> {
-        texts.par_iter().map(|text| self.tokenizer.encode_with_special(text, self.max_tokens)).collect()
+        tokenize(&self.tokenizer, texts, self.max_tokens)
     }
 
     /// The tokenizer (the static model reuses it).
@@ -140,14 +113,82 @@ impl Embedder for MiniLm {
     }
 
     fn embed_batch(&self, texts: &[&str]) -> EmbedResult<Vec<Vec<f32>>> {
-        if texts.is_empty() {
-            return Ok(Vec::new());
-        }
-        let rows = self.tokenize(texts);
-        let mut vectors = self.pooled(&rows)?;
-        for vector in &mut vectors {
-            normalize(vector);
-        }
-        Ok(vectors)
+        Ok(embed(&self.bert, &self.tokenizer, texts, self.max_tokens))
     }
+}
+
+/// Loads a sentence-transformers encoder of `model_type` ("bert" or
+/// "mpnet") and its tokenizer from `folder`, whose files `spec` describes,
+/// with `precision` (MiniLM's and MPNet's loader); `flag` is its
+/// `--embedder` name, for the messages.
+pub(crate) fn load_encoder(
+    folder: &Path,
+    spec: &ModelSpec,
+    model_type: &str,
+    flag: &str,
+    precision: Precision,
+) -> EmbedResult<(Bert, WordPiece)> {
+    if precision == Precision::Int8 && !crate::kernels::has_vnni() {
+        return Err(EmbedError::ModelInvalid(format!(
+            "the int8 {} needs a CPU with AVX-512 VNNI, which this one lacks; use --embedder {flag}",
+            spec.name
+        )));
+    }
+    if precision == Precision::Bf16 && !crate::amx::available() {
+        return Err(EmbedError::ModelInvalid(format!(
+            "the bf16 {} needs a CPU with AMX (and Linux permission to use it), which this one lacks; use --embedder {flag}",
+            spec.name
+        )));
+    }
+    let started = std::time::Instant::now();
+    check(spec, folder)?;
+    let config_text = std::fs::read_to_string(folder.join("config.json"))
+        .map_err(|error| EmbedError::ModelMissing(format!("config.json: {error}")))?;
+    let config: BertConfig = serde_json::from_str(&config_text)
+        .map_err(|error| EmbedError::ModelInvalid(format!("config.json: {error}")))?;
+    if config.model_type != model_type {
+        return Err(EmbedError::ModelInvalid(format!(
+            "{}: config.json describes a {:?} model, not {model_type}; run `mempalace model fetch{} --force`",
+            folder.display(),
+            config.model_type,
+            spec.fetch_args
+        )));
+    }
+    // Mapped, not read: the word-embedding table (half the file) is
+    // used in place, and only its rows for the tokens embedded are read.
+    let mut bert = Weights::read(&folder.join("model.safetensors"))?.with(|root| Bert::load(root, &config))?;
+    match precision {
+        Precision::F32 => crate::transposed::load_or_make(&mut bert, folder),
+        Precision::F32InPlace => {}
+        Precision::Int8 => bert.quantize_int8(),
+        Precision::Bf16 => bert.pack_bf16()?,
+    }
+    let weights_ms = started.elapsed().as_secs_f64() * 1e3;
+    let tokenizer = WordPiece::from_tokenizer_json(&folder.join("tokenizer.json"))?;
+    tracing::debug!(
+        model = spec.name,
+        weights_ms,
+        total_ms = started.elapsed().as_secs_f64() * 1e3,
+        ?precision,
+        "encoder loaded"
+    );
+    Ok((bert, tokenizer))
+}
+
+/// Token ids of each text with the tokenizer's special tokens around it,
+/// truncated at `max_tokens`.
+pub(crate) fn tokenize(tokenizer: &WordPiece, texts: &[&str], max_tokens: usize) -> Vec<Vec<u32>> {
+    texts.par_iter().map(|text| tokenizer.encode_with_special(text, max_tokens)).collect()
+}
+
+/// Normalised mean-pooled vectors of `texts`, in order.
+pub(crate) fn embed(bert: &Bert, tokenizer: &WordPiece, texts: &[&str], max_tokens: usize) -> Vec<Vec<f32>> {
+    if texts.is_empty() {
+        return Vec::new();
+    }
+    let mut vectors = bert.pooled_in_passes(&tokenize(tokenizer, texts, max_tokens));
+    for vector in &mut vectors {
+        normalize(vector);
+    }
+    vectors
 }

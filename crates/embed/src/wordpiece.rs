@@ -68,6 +68,10 @@ pub struct WordPiece {
     /// spell out: Hugging Face takes them whole before anything else, so
     /// "a <s> b" holds MPNet's `<s>` id, not `<`, `s`, `>`.
     added: Vec<AddedToken>,
+    /// The characters an added token can start with (both ASCII cases
+    /// for a normalised one): a text holding none of them (nearly all)
+    /// takes the plain path after one scan.
+    added_first: Vec<char>,
 }
 
 /// An added token as a text may contain it.
@@ -191,6 +195,23 @@ impl<'de: 'a, 'a> Deserialize<'de> for Token<'a> {
     }
 }
 
+/// The characters the added tokens start with, both ASCII cases for a
+/// normalised one.
+fn added_first(added: &[AddedToken]) -> Vec<char> {
+    let mut first: Vec<char> = added
+        .iter()
+        .filter_map(|token| Some((token.content.chars().next()?, token.normalized)))
+        .flat_map(
+            |(c, normalized)| {
+                if normalized { vec![c.to_ascii_lowercase(), c.to_ascii_uppercase()] } else { vec![c] }
+            },
+        )
+        .collect();
+    first.sort_unstable();
+    first.dedup();
+    first
+}
+
 /// Byte offset of the first ASCII-case-insensitive occurrence of `needle`.
 fn find_ascii_case_insensitive(haystack: &str, needle: &str) -> Option<usize> {
     let (hay, pin) = (haystack.as_bytes(), needle.as_bytes());
@@ -258,6 +279,12 @@ impl WordPiece {
         let special =
             |name: &str| starts.get(name).copied().ok_or_else(|| invalid(format!("vocabulary has no {name}")));
         let unk_name = model.unk_token.as_deref().unwrap_or("[UNK]");
+        let added: Vec<AddedToken> = file
+            .added_tokens
+            .into_iter()
+            .filter(|token| !token.content.is_empty())
+            .map(|token| AddedToken { content: token.content.into_owned(), id: token.id, normalized: token.normalized })
+            .collect();
         let processor = file.post_processor.as_ref();
         let cls_name = processor.and_then(|p| p.cls.as_ref()).map_or("[CLS]", |(name, _)| name.as_ref());
         let sep_name = processor.and_then(|p| p.sep.as_ref()).map_or("[SEP]", |(name, _)| name.as_ref());
@@ -269,16 +296,8 @@ impl WordPiece {
             longest_piece,
             starts,
             continuations,
-            added: file
-                .added_tokens
-                .into_iter()
-                .filter(|token| !token.content.is_empty())
-                .map(|token| AddedToken {
-                    content: token.content.into_owned(),
-                    id: token.id,
-                    normalized: token.normalized,
-                })
-                .collect(),
+            added_first: added_first(&added),
+            added,
         })
     }
 
@@ -338,18 +357,7 @@ impl WordPiece {
     /// Hugging Face's tokenizer has it; the text around it is tokenized
     /// piece by piece.
     pub fn encode(&self, text: &str, max: usize) -> Vec<u32> {
-        // Added tokens start with `[` or `<`: a text without their first
-        // characters (nearly all) takes the plain path at once.
-        let may_hold = |text: &str| {
-            self.added.iter().any(|token| {
-                token.content.chars().next().is_some_and(|first| {
-                    text.contains(first)
-                        || (token.normalized
-                            && (text.contains(first.to_ascii_uppercase()) || text.contains(first.to_ascii_lowercase())))
-                })
-            })
-        };
-        if self.added.is_empty() || !may_hold(text) {
+        if self.added_first.is_empty() || !text.contains(self.added_first.as_slice()) {
             return self.encode_plain(text, max);
         }
         let mut ids = Vec::new();

@@ -48,47 +48,44 @@ pub fn build(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>> {
                 EmbedderKind::MiniLmOneText => Precision::F32InPlace,
                 _ => Precision::for_this_cpu(),
             };
-            match MiniLm::load_with(&folder, precision) {
-                Ok(model) => Ok(Some(Arc::new(model))),
-                Err(error) => {
-                    tracing::warn!(
-                        "{error}. Working without vectors: drawers are filed and found by keywords only; after fetching, \
-                         `mempalace reembed` adds the vectors"
-                    );
-                    Ok(None)
-                }
-            }
+            local(
+                MiniLm::load_with(&folder, precision),
+                "Working without vectors: drawers are filed and found by keywords only; after fetching, \
+                 `mempalace reembed` adds the vectors",
+            )
         }
-        EmbedderKind::Mpnet | EmbedderKind::MpnetOneText => match Mpnet::load_with(
-            &mpnet_dir(&settings.model_dir),
-            if settings.embedder == EmbedderKind::MpnetOneText {
+        EmbedderKind::Mpnet | EmbedderKind::MpnetOneText => {
+            let precision = if settings.embedder == EmbedderKind::MpnetOneText {
                 Precision::F32InPlace
             } else {
                 Precision::for_this_cpu()
-            },
-        ) {
-            Ok(model) => Ok(Some(Arc::new(model))),
-            Err(error) => {
-                tracing::warn!(
-                    "{error}. Working without vectors: drawers are filed and found by keywords only; after \
-                     `mempalace model fetch --model mpnet`, `mempalace reembed` adds the vectors"
-                );
-                Ok(None)
-            }
-        },
-        EmbedderKind::Static => {
-            let folder = static_dir(&settings.model_dir);
-            match StaticModel::load(&folder) {
-                Ok(model) => Ok(Some(Arc::new(model))),
-                Err(error) => {
-                    tracing::warn!(
-                        "{error}. Working without vectors; `mempalace model distill` builds the static model"
-                    );
-                    Ok(None)
-                }
-            }
+            };
+            local(
+                Mpnet::load_with(&mpnet_dir(&settings.model_dir), precision),
+                "Working without vectors: drawers are filed and found by keywords only; after \
+                 `mempalace model fetch --model mpnet`, `mempalace reembed` adds the vectors",
+            )
         }
+        EmbedderKind::Static => local(
+            StaticModel::load(&static_dir(&settings.model_dir)),
+            "Working without vectors; `mempalace model distill` builds the static model",
+        ),
         EmbedderKind::OpenAi | EmbedderKind::Ollama => remote(settings),
+    }
+}
+
+/// A local model, or `None` with a warning that says what goes on without
+/// it and what to run (a missing model is not an error).
+fn local<E: Embedder + 'static>(
+    loaded: mempalace_embed::EmbedResult<E>,
+    without: &str,
+) -> Result<Option<Arc<dyn Embedder>>> {
+    match loaded {
+        Ok(model) => Ok(Some(Arc::new(model))),
+        Err(error) => {
+            tracing::warn!("{error}. {without}");
+            Ok(None)
+        }
     }
 }
 
