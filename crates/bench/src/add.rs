@@ -4,8 +4,8 @@
 //! under test and, optionally, a baseline binary interleaved in the same
 //! loop (this machine is shared and noisy; a ratio from one run is what
 //! compares), each on a palace of its own with the same texts, and then
-//! checks that both filed bit-identical vectors (the export carries them
-//! as base64 of the f32 bytes).
+//! compares the vectors both filed (the export carries them as base64 of
+//! the f32 bytes): how many are bit-identical, and the lowest cosine.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,6 +13,8 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Value, json};
 
 use crate::corpus;
@@ -81,7 +83,7 @@ fn add(binary: &Path, palace: &Path, models: &Path, embedder: &str, text: &str) 
 }
 
 /// The vectors of a palace's drawers by id (base64 of the f32 bytes).
-fn vectors(binary: &Path, palace: &Path, models: &Path) -> Result<BTreeMap<String, String>> {
+fn vectors(binary: &Path, palace: &Path, models: &Path) -> Result<BTreeMap<String, Vec<f32>>> {
     let file = palace.join("export.jsonl");
     let output = mempalace(binary, palace, models, "none")
         .args(["export", "--out"])
@@ -97,7 +99,11 @@ fn vectors(binary: &Path, palace: &Path, models: &Path) -> Result<BTreeMap<Strin
         if record["type"] == "drawer"
             && let (Some(id), Some(vector)) = (record["id"].as_str(), record["embedding"]["base64"].as_str())
         {
-            out.insert(id.to_string(), vector.to_string());
+            let bytes = BASE64.decode(vector).with_context(|| format!("the vector of {id}"))?;
+            out.insert(
+                id.to_string(),
+                bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
+            );
         }
     }
     Ok(out)
@@ -150,12 +156,24 @@ pub fn run(bench: &AddBench) -> Result<(Value, Value)> {
                 let ours = vectors(binaries[0].1, &palaces[0], &bench.models)?;
                 let theirs = vectors(binaries[0].1, &palaces[1], &bench.models)?;
                 let identical = ours.iter().filter(|(id, vector)| theirs.get(*id) == Some(*vector)).count();
+                // Vectors of the same model from another precision are not
+                // bit-identical but must stay within cosine 0.9999.
+                let lowest = ours
+                    .iter()
+                    .filter_map(|(id, vector)| {
+                        theirs.get(id).map(|other| mempalace_core::vector::cosine(vector, other))
+                    })
+                    .fold(f32::INFINITY, f32::min);
                 entry.insert(
                     "vectors".into(),
-                    json!({"binary": ours.len(), "baseline": theirs.len(), "bit_identical": identical}),
+                    json!({"binary": ours.len(), "baseline": theirs.len(), "bit_identical": identical,
+                           "lowest_cosine": lowest}),
                 );
                 if identical != ours.len() || ours.len() != theirs.len() {
-                    note(&format!("{embedder}: {identical} of {} vectors bit-identical to the baseline's", ours.len()));
+                    note(&format!(
+                        "{embedder}: {identical} of {} vectors bit-identical to the baseline's (lowest cosine {lowest})",
+                        ours.len()
+                    ));
                 }
             }
         }

@@ -111,6 +111,41 @@ fn query_latency(embedder: &dyn Embedder, runs: usize) -> Result<Value> {
     Ok(summarize(&samples))
 }
 
+/// Two loads of one model as a one-text process uses them: query latency
+/// measured alternately (this machine is noisy; a ratio from one loop is
+/// what compares) and the cosine between their vectors on `sample`.
+fn one_text_pair(base: &dyn Embedder, variant: &dyn Embedder, runs: usize, sample: &[&str]) -> Result<Value> {
+    let queries = ["what database did we pick", "gripper force", "who prefers dark mode", "deployment failure cause"];
+    base.embed_one("warm up")?;
+    variant.embed_one("warm up")?;
+    let (mut base_ms, mut variant_ms) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
+    for i in 0..runs {
+        for (model, samples) in [(base, &mut base_ms), (variant, &mut variant_ms)] {
+            let started = Instant::now();
+            model.embed_one(queries[i % queries.len()])?;
+            samples.push(started.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let cosines: Vec<f32> = base
+        .embed_batch(sample)?
+        .iter()
+        .zip(variant.embed_batch(sample)?)
+        .map(|(a, b)| mempalace_core::vector::cosine(a, &b))
+        .collect();
+    let (base_summary, variant_summary) = (summarize(&base_ms), summarize(&variant_ms));
+    Ok(json!({
+        "base_query_ms": base_summary,
+        "variant_query_ms": variant_summary,
+        "base_p50_over_variant_p50": base_summary["p50_ms"].as_f64().unwrap_or(f64::NAN)
+            / variant_summary["p50_ms"].as_f64().unwrap_or(f64::NAN),
+        "vs_base_cosine": {
+            "min": cosines.iter().copied().fold(f32::INFINITY, f32::min),
+            "mean": cosines.iter().sum::<f32>() / cosines.len().max(1) as f32,
+            "n": cosines.len(),
+        },
+    }))
+}
+
 /// Peak resident memory of this process, in MiB (Linux `VmHWM`).
 pub fn peak_rss_mib() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -158,6 +193,14 @@ fn mpnet(models: &Path, chunks: &[String], sample: &[&str], minilm_rate: f64) ->
     drop(f32_model);
     let (in_place, in_place_load_ms) = timed_load(Precision::F32InPlace)?;
     summary["f32_in_place"] = json!({"load_ms": in_place_load_ms, "query_ms": query_latency(&in_place, 30)?});
+    if mempalace_embed::kernels::has_avx512() {
+        // A one-text process: the weights in place (before) against the
+        // kept f16 panels.
+        let (f16, f16_load_ms) = timed_load(Precision::F16)?;
+        let mut pair = one_text_pair(&in_place, &f16, 30, &sample[..sample.len().min(24)])?;
+        pair["f16_load_ms"] = json!(f16_load_ms);
+        summary["one_text_in_place_vs_f16"] = pair;
+    }
     drop(in_place);
     if mempalace_embed::amx::available() {
         let (bf16, bf16_load_ms) = timed_load(Precision::Bf16)?;
@@ -210,6 +253,14 @@ pub fn run(models: &Path, shared: &Path, chunks_n: usize, rss_chunks: usize) -> 
     let int8_rate = throughput(&int8, &chunks, 64)?;
     let int8_query = query_latency(&int8, 50)?;
     let sample: Vec<&str> = chunks.iter().take(200).map(String::as_str).collect();
+    // A one-text process: the kept transposed f32 weights (before) against
+    // the kept f16 panels.
+    let one_text = if mempalace_embed::kernels::has_avx512() {
+        let f16 = MiniLm::load_with(&minilm_dir(models), Precision::F16)?;
+        one_text_pair(&minilm, &f16, 100, &sample)?
+    } else {
+        Value::Null
+    };
     let f32_vectors = minilm.embed_batch(&sample)?;
     let int8_vectors = int8.embed_batch(&sample)?;
     let cosines: Vec<f32> =
@@ -265,6 +316,7 @@ pub fn run(models: &Path, shared: &Path, chunks_n: usize, rss_chunks: usize) -> 
         "minilm_int8_query_ms": int8_query,
         "int8_vs_f32_cosine": {"min": int8_cosine_min, "mean": int8_cosine_mean, "n": cosines.len()},
         "minilm_bf16_amx": bf16,
+        "minilm_one_text_f32_vs_f16": one_text,
         "mpnet": mpnet,
         "static_chunks_per_s": static_rate,
         "static_query_ms": static_query,

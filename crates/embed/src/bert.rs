@@ -28,7 +28,7 @@ use serde::Deserialize;
 
 use crate::amx::{self, Bf16Matrix, Epilogue};
 use crate::kernels::{self, Int8Matrix, View, matmul};
-use crate::weights::{self, Floats, Scope, Weights};
+use crate::weights::{self, Data, Floats, Halves, Scope, Weights};
 use crate::{EmbedError, EmbedResult};
 
 /// The parts of a Hugging Face `config.json` the encoder needs.
@@ -150,15 +150,27 @@ const MAX_PASS_TOKENS: usize = 8_192;
 /// matrices (PyTorch's layout, read in place; the fused query/key/value
 /// layer has three parts, whose outputs sit side by side), and once
 /// converted, as one transposed `[in, out]` copy (`weight`, the fast layout
-/// for `gemm`) or its int8 or bf16 (AMX) form.
+/// for `gemm`), its f16 column panels ([`kernels::pack_f16_panels`]) or
+/// its int8 or bf16 (AMX) form.
 struct Dense {
     parts: Vec<Floats>,
     weight: Floats,
+    half: Option<Halves>,
     int8: Option<Int8Matrix>,
     bf16: Option<Bf16Matrix>,
     bias: Vec<f32>,
     inputs: usize,
     outputs: usize,
+}
+
+/// A layout of the dense weights that is computed from the model's own
+/// and kept in a file next to it ([`crate::kept`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// f32, each weight transposed to `[in, out]` ([`Bert::transpose_f32`]).
+    TransposedF32,
+    /// f16 column panels ([`Bert::pack_f16`]).
+    PanelsF16,
 }
 
 struct Norm {
@@ -226,7 +238,16 @@ fn values(vb: &Scope, shape: &[usize], name: &str) -> EmbedResult<Vec<f32>> {
 fn dense(vb: &Scope, inputs: usize, outputs: usize) -> EmbedResult<Dense> {
     let weight = vb.floats(&[outputs, inputs], "weight")?;
     let bias = values(vb, &[outputs], "bias")?;
-    Ok(Dense { parts: vec![weight], weight: Floats::from(Vec::new()), int8: None, bf16: None, bias, inputs, outputs })
+    Ok(Dense {
+        parts: vec![weight],
+        weight: Floats::from(Vec::new()),
+        half: None,
+        int8: None,
+        bf16: None,
+        bias,
+        inputs,
+        outputs,
+    })
 }
 
 impl Dense {
@@ -325,6 +346,7 @@ impl Bert {
                     qkv: Dense {
                         parts,
                         weight: Floats::from(Vec::new()),
+                        half: None,
                         int8: None,
                         bf16: None,
                         bias,
@@ -371,48 +393,98 @@ impl Bert {
         });
     }
 
-    /// The transposed dense weights ([`Bert::transpose_f32`]'s copies),
-    /// named for [`Bert::use_transposed`], to be written to a file.
+    /// Rounds every dense layer's weights to f16 in column panels
+    /// ([`kernels::pack_f16_panels`]), which the forward pass then reads
+    /// (the arithmetic stays f32): half the bytes of f32 to read for each
+    /// text, vectors within cosine 0.9999 of f32's. Frees the f32 copies.
+    pub fn pack_f16(&mut self) {
+        self.layers.par_iter_mut().for_each(|layer| {
+            for dense in [&mut layer.qkv, &mut layer.attention_output, &mut layer.intermediate, &mut layer.output] {
+                let transposed = if dense.weight.is_empty() { dense.transposed() } else { dense.weight.to_vec() };
+                dense.half = Some(Halves::from(kernels::pack_f16_panels(&transposed, dense.inputs, dense.outputs)));
+                dense.parts = Vec::new();
+                dense.weight = Floats::from(Vec::new());
+            }
+        });
+    }
+
+    /// The dense weights in `layout` (after [`Bert::make`] made them),
+    /// named and shaped for [`Bert::use_kept`], to be written to a file.
     ///
     /// # Panics
-    /// When the weights were not transposed first.
-    pub fn transposed_tensors(&self) -> Vec<(String, Vec<usize>, &[f32])> {
+    /// When the weights are not in that layout.
+    pub fn kept_tensors(&self, layout: Layout) -> Vec<(String, Vec<usize>, Data<'_>)> {
         let mut tensors = Vec::with_capacity(self.layers.len() * 4);
         for (index, layer) in self.layers.iter().enumerate() {
             for (name, dense) in Self::dense_layers(layer) {
-                assert!(!dense.weight.is_empty(), "transpose_f32 runs before transposed_tensors");
-                tensors.push((format!("layer.{index}.{name}"), vec![dense.inputs, dense.outputs], &*dense.weight));
+                let name = format!("layer.{index}.{name}");
+                tensors.push(match layout {
+                    Layout::TransposedF32 => {
+                        assert!(!dense.weight.is_empty(), "transpose_f32 runs before kept_tensors");
+                        (name, Self::kept_shape(dense, layout), Data::F32(&dense.weight))
+                    }
+                    Layout::PanelsF16 => {
+                        let half = dense.half.as_deref().expect("pack_f16 runs before kept_tensors");
+                        (name, Self::kept_shape(dense, layout), Data::F16(half))
+                    }
+                });
             }
         }
         tensors
     }
 
-    /// Takes every dense layer's transposed weights from `root` (a file
-    /// [`Bert::transposed_tensors`] wrote, mapped: read in place, nothing
-    /// copied), as [`Bert::transpose_f32`] would have computed them. Leaves
-    /// the encoder unchanged when a tensor is missing or has another shape.
+    /// A dense layer's tensor shape in a kept-weights file.
+    fn kept_shape(dense: &Dense, layout: Layout) -> Vec<usize> {
+        match layout {
+            Layout::TransposedF32 => vec![dense.inputs, dense.outputs],
+            Layout::PanelsF16 => vec![kernels::panels(dense.outputs), dense.inputs, kernels::PANEL],
+        }
+    }
+
+    /// Computes the dense weights in `layout` ([`Bert::transpose_f32`] or
+    /// [`Bert::pack_f16`]).
+    pub fn make(&mut self, layout: Layout) {
+        match layout {
+            Layout::TransposedF32 => self.transpose_f32(),
+            Layout::PanelsF16 => self.pack_f16(),
+        }
+    }
+
+    /// Takes every dense layer's weights in `layout` from `root` (a file of
+    /// [`Bert::kept_tensors`], mapped: read in place, nothing copied), as
+    /// [`Bert::make`] would have computed them. Leaves the encoder
+    /// unchanged when a tensor is missing or has another shape or type.
     ///
     /// # Errors
-    /// When the file lacks a layer's tensor or has it in another shape.
-    pub fn use_transposed(&mut self, root: &Scope<'_>) -> EmbedResult<()> {
+    /// When the file lacks a layer's tensor or has it in another shape or type.
+    pub fn use_kept(&mut self, root: &Scope<'_>, layout: Layout) -> EmbedResult<()> {
         let mut found = Vec::with_capacity(self.layers.len() * 4);
         for (index, layer) in self.layers.iter().enumerate() {
             for (name, dense) in Self::dense_layers(layer) {
-                found.push(root.floats(&[dense.inputs, dense.outputs], &format!("layer.{index}.{name}"))?);
+                let (name, shape) = (format!("layer.{index}.{name}"), Self::kept_shape(dense, layout));
+                found.push(match layout {
+                    Layout::TransposedF32 => (Some(root.floats(&shape, &name)?), None),
+                    Layout::PanelsF16 => (None, Some(root.halves(&shape, &name)?)),
+                });
             }
         }
         let mut found = found.into_iter();
         for layer in &mut self.layers {
             for dense in [&mut layer.qkv, &mut layer.attention_output, &mut layer.intermediate, &mut layer.output] {
-                if let Some(weight) = found.next() {
-                    dense.weight = weight;
+                if let Some((weight, half)) = found.next() {
+                    if let Some(weight) = weight {
+                        dense.weight = weight;
+                    }
+                    if half.is_some() {
+                        dense.half = half;
+                    }
                 }
             }
         }
         Ok(())
     }
 
-    /// A layer's dense layers with their names in a transposed-weights file.
+    /// A layer's dense layers with their names in a kept-weights file.
     fn dense_layers(layer: &Layer) -> [(&'static str, &Dense); 4] {
         [
             ("qkv", &layer.qkv),
@@ -718,11 +790,25 @@ impl Bert {
     }
 
     /// `out[tokens, outputs] = input[tokens, inputs] · weight` (bias added
-    /// by the caller), from the transposed copy when the layer has one,
+    /// by the caller), from the f16 panels when the layer has them (one
+    /// short text: half the bytes to read), the transposed copy when it has one,
     /// else from the `[part outputs, in]` weights in place: dot products
     /// along their rows for a few tokens, `gemm` reading them transposed
     /// for more (each part writes its own columns of `out`).
     fn dense(&self, input: &[f32], tokens: usize, layer: &Dense, out: &mut [f32], threads: usize) {
+        if let Some(half) = &layer.half {
+            let (inputs, outputs) = (layer.inputs, layer.outputs);
+            kernels::matmul_f16(
+                &input[..tokens * inputs],
+                tokens,
+                inputs,
+                half,
+                outputs,
+                &mut out[..tokens * outputs],
+                threads,
+            );
+            return;
+        }
         if let Some(int8) = &layer.int8 {
             kernels::int8_matmul(input, tokens, int8, out, threads);
             return;

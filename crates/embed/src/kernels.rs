@@ -359,6 +359,177 @@ pub fn add_bias(x: &mut [f32], bias: &[f32]) {
     }
 }
 
+/// Output columns in one panel of f16 weights ([`pack_f16_panels`]).
+pub const PANEL: usize = 16;
+
+/// Tokens multiplied together against one panel: each keeps one vector
+/// register of sums, and the panel's weights are read once per block.
+const PANEL_TOKENS: usize = 12;
+
+/// Whether this CPU has AVX-512F, which the f16-weight multiply
+/// ([`matmul_f16`]) needs to be fast (it runs everywhere, slowly without).
+pub fn has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Panels needed for `outputs` columns.
+pub fn panels(outputs: usize) -> usize {
+    outputs.div_ceil(PANEL)
+}
+
+/// A weight `w` (`[inputs, outputs]` row-major f32, the transposed layout)
+/// rounded to IEEE f16 (to nearest, ties to even) in column panels: panel
+/// `p` holds columns `16p … 16p + 15` as `[inputs, 16]` row-major, the last
+/// one padded with zeros. [`matmul_f16`] then reads each panel from start
+/// to end: half the bytes of f32, in the order the multiply wants them.
+pub fn pack_f16_panels(w: &[f32], inputs: usize, outputs: usize) -> Vec<u16> {
+    assert_eq!(w.len(), inputs * outputs, "weight shape");
+    let mut packed = vec![0_u16; panels(outputs) * inputs * PANEL];
+    for (p, panel) in packed.chunks_exact_mut(inputs * PANEL).enumerate() {
+        let first = p * PANEL;
+        let width = PANEL.min(outputs - first);
+        for (k, row) in panel.chunks_exact_mut(PANEL).enumerate() {
+            for (value, &weight) in row[..width].iter_mut().zip(&w[k * outputs + first..k * outputs + first + width]) {
+                *value = half::f16::from_f32(weight).to_bits();
+            }
+        }
+    }
+    packed
+}
+
+/// `out[tokens, outputs] = x[tokens, inputs] · W` with `W` in f16 panels
+/// ([`pack_f16_panels`]): every weight widened to f32 as it is read, the
+/// arithmetic in f32. For one short text the multiply is bound by reading
+/// the weights, and these are half the bytes of f32 ones. Panels are split
+/// over the rayon pool when `threads > 1`. AVX-512 where the CPU has it, a
+/// portable loop otherwise (the same sums, slower).
+///
+/// # Panics
+/// When the shapes do not agree with the slices.
+pub fn matmul_f16(x: &[f32], tokens: usize, inputs: usize, w: &[u16], outputs: usize, out: &mut [f32], threads: usize) {
+    use rayon::prelude::*;
+    assert!(inputs > 0, "no inputs");
+    assert_eq!(x.len(), tokens * inputs, "activation shape");
+    assert_eq!(w.len(), panels(outputs) * inputs * PANEL, "weight shape");
+    assert_eq!(out.len(), tokens * outputs, "output shape");
+    if tokens == 0 || outputs == 0 {
+        return;
+    }
+    let avx512 = has_avx512();
+    // Sums by panel (`[panels, tokens, 16]`), so tasks write apart; then
+    // moved into the rows of `out`.
+    let mut by_panel = vec![0.0_f32; panels(outputs) * tokens * PANEL];
+    let work = |(sums, panel): (&mut [f32], &[u16])| {
+        for (block, sums) in (0..tokens).step_by(PANEL_TOKENS).zip(sums.chunks_mut(PANEL_TOKENS * PANEL)) {
+            let rows = &x[block * inputs..(block + sums.len() / PANEL) * inputs];
+            #[cfg(target_arch = "x86_64")]
+            if avx512 {
+                // SAFETY: the CPU has AVX-512F (checked by `has_avx512`);
+                // `rows` holds whole rows of `inputs` values, `panel`
+                // `inputs × 16` values and `sums` 16 per row, which is all
+                // the kernel reads and writes.
+                unsafe { panel_block_avx512(rows, inputs, panel, sums) };
+                continue;
+            }
+            panel_block_portable(rows, inputs, panel, sums);
+        }
+    };
+    let chunk = tokens * PANEL;
+    if threads > 1 {
+        by_panel.par_chunks_mut(chunk).zip(w.par_chunks(inputs * PANEL)).for_each(work);
+    } else {
+        by_panel.chunks_mut(chunk).zip(w.chunks(inputs * PANEL)).for_each(work);
+    }
+    for (p, sums) in by_panel.chunks_exact(chunk).enumerate() {
+        let first = p * PANEL;
+        let width = PANEL.min(outputs - first);
+        for (t, row) in sums.chunks_exact(PANEL).enumerate() {
+            out[t * outputs + first..t * outputs + first + width].copy_from_slice(&row[..width]);
+        }
+    }
+}
+
+/// One panel against up to [`PANEL_TOKENS`] rows of `x`: `sums[t][c] =
+/// Σ_k x[t][k] · panel[k][c]`.
+///
+/// # Safety
+/// The CPU must have AVX-512F; `x` must hold whole rows of `inputs`
+/// values (at most [`PANEL_TOKENS`]), `panel` `inputs × 16` values and
+/// `sums` 16 values per row of `x`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn panel_block_avx512(x: &[f32], inputs: usize, panel: &[u16], sums: &mut [f32]) {
+    use std::arch::x86_64::{
+        __m256i, __m512, _mm256_loadu_si256, _mm512_cvtph_ps, _mm512_fmadd_ps, _mm512_set1_ps, _mm512_setzero_ps,
+        _mm512_storeu_ps,
+    };
+    let rows = x.len() / inputs;
+    assert!(
+        (1..=PANEL_TOKENS).contains(&rows) && panel.len() == inputs * PANEL && sums.len() == rows * PANEL,
+        "block shape"
+    );
+    let mut acc: [__m512; PANEL_TOKENS] = [_mm512_setzero_ps(); PANEL_TOKENS];
+    let (x, w) = (x.as_ptr(), panel.as_ptr());
+    // One loop per block height, so each is unrolled over its rows and the
+    // sums stay in registers.
+    macro_rules! rows {
+        ($n:literal) => {
+            for k in 0..inputs {
+                // SAFETY: `k < inputs`: the 16 weights at `16k` lie inside
+                // `panel`, and `x[t · inputs + k]` inside row `t < rows`.
+                unsafe {
+                    let weights = _mm512_cvtph_ps(_mm256_loadu_si256(w.add(k * PANEL).cast::<__m256i>()));
+                    for t in 0..$n {
+                        acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(*x.add(t * inputs + k)), weights, acc[t]);
+                    }
+                }
+            }
+        };
+    }
+    match rows {
+        12 => rows!(12),
+        11 => rows!(11),
+        10 => rows!(10),
+        9 => rows!(9),
+        8 => rows!(8),
+        7 => rows!(7),
+        6 => rows!(6),
+        5 => rows!(5),
+        4 => rows!(4),
+        3 => rows!(3),
+        2 => rows!(2),
+        _ => rows!(1),
+    }
+    for (t, sum) in acc.iter().take(rows).enumerate() {
+        // SAFETY: `sums` holds 16 values for each of the `rows` rows.
+        unsafe { _mm512_storeu_ps(sums.as_mut_ptr().add(t * PANEL), *sum) };
+    }
+}
+
+/// [`panel_block_avx512`] on any CPU.
+fn panel_block_portable(x: &[f32], inputs: usize, panel: &[u16], sums: &mut [f32]) {
+    let mut widened = [0.0_f32; PANEL];
+    sums.fill(0.0);
+    for (k, weights) in panel.chunks_exact(PANEL).enumerate() {
+        for (wide, &bits) in widened.iter_mut().zip(weights) {
+            *wide = half::f16::from_bits(bits).to_f32();
+        }
+        for (row, sums) in x.chunks_exact(inputs).zip(sums.chunks_exact_mut(PANEL)) {
+            let value = row[k];
+            for (sum, wide) in sums.iter_mut().zip(&widened) {
+                *sum += value * wide;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -404,6 +575,56 @@ mod tests {
                 assert_eq!(c[i * 4 + j], expected);
             }
         }
+    }
+
+    /// The f16-panel multiply computes the product of the f16-rounded
+    /// weights exactly as f32 arithmetic does, with the AVX-512 kernel and
+    /// the portable loop, one thread and several: every block height (1 to
+    /// 12 tokens and more), widths that fill panels and one that pads the
+    /// last; the rounding itself is IEEE's (to nearest, ties to even).
+    #[test]
+    fn f16_panel_multiply_matches_the_rounded_weights_product() {
+        let values = |n: usize, seed: usize| -> Vec<f32> {
+            (0..n).map(|i| ((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.5 - 1.0).collect()
+        };
+        for (inputs, outputs) in [(48, 64), (37, 40), (384, 16)] {
+            let w = values(inputs * outputs, 3);
+            let packed = pack_f16_panels(&w, inputs, outputs);
+            assert_eq!(packed.len(), panels(outputs) * inputs * PANEL);
+            let rounded = |k: usize, o: usize| f64::from(half::f16::from_f32(w[k * outputs + o]).to_f32());
+            for tokens in (1..=13).chain([25, 31]) {
+                let x = values(tokens * inputs, tokens);
+                for threads in [1, 2] {
+                    let mut out = vec![f32::NAN; tokens * outputs];
+                    matmul_f16(&x, tokens, inputs, &packed, outputs, &mut out, threads);
+                    let mut portable = vec![0.0_f32; panels(outputs) * tokens * PANEL];
+                    for (p, sums) in portable.chunks_mut(tokens * PANEL).enumerate() {
+                        let panel = &packed[p * inputs * PANEL..(p + 1) * inputs * PANEL];
+                        for (block, sums) in sums.chunks_mut(PANEL_TOKENS * PANEL).enumerate() {
+                            let first = block * PANEL_TOKENS;
+                            let rows = &x[first * inputs..(first + sums.len() / PANEL) * inputs];
+                            panel_block_portable(rows, inputs, panel, sums);
+                        }
+                    }
+                    for t in 0..tokens {
+                        for o in 0..outputs {
+                            let exact: f64 = (0..inputs).map(|k| rounded(k, o) * f64::from(x[t * inputs + k])).sum();
+                            let fast = f64::from(out[t * outputs + o]);
+                            let slow = f64::from(portable[(o / PANEL) * tokens * PANEL + t * PANEL + o % PANEL]);
+                            let what = format!("{inputs}×{outputs}, {tokens} tokens, {threads} threads, ({t}, {o})");
+                            assert!((fast - exact).abs() < 1e-4, "{what}: {fast} against {exact}");
+                            assert!((slow - exact).abs() < 1e-4, "portable {what}: {slow} against {exact}");
+                        }
+                    }
+                }
+            }
+        }
+        // Rounding: exact halves, ties to even, overflow to infinity,
+        // subnormals kept.
+        let packed = pack_f16_panels(&[1.0, 1.0 + 1.0 / 2048.0, 65_520.0, 1e-6], 4, 1);
+        let bits: Vec<u16> = packed.chunks(PANEL).map(|row| row[0]).collect();
+        assert_eq!(bits, [0x3c00, 0x3c00, 0x7c00, 0x0011]);
+        assert!(packed.chunks(PANEL).all(|row| row[1..].iter().all(|&padding| padding == 0)));
     }
 
     #[test]

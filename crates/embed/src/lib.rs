@@ -27,6 +27,7 @@
 pub mod amx;
 pub mod bert;
 pub mod files;
+pub mod kept;
 pub mod kernels;
 mod mapped;
 pub mod minilm;
@@ -34,7 +35,6 @@ pub mod mpnet;
 pub mod pca;
 pub mod resilient;
 pub mod static_model;
-pub mod transposed;
 pub mod weights;
 pub mod wordpiece;
 

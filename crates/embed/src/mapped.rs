@@ -1,4 +1,5 @@
-//! Model files mapped into memory, and f32 tensors read in place from them.
+//! Model files mapped into memory, and f32 (or f16) tensors read in place
+//! from them.
 //!
 //! A process that embeds one text (a hook's `mempalace add`) needs only a
 //! few rows of MiniLM's 47 MB word-embedding table; reading the whole
@@ -7,7 +8,7 @@
 //! encoder touches come from the page cache when it touches them.
 //!
 //! This module holds the crate's `unsafe` outside `kernels`: mapping a
-//! file, and viewing aligned little-endian bytes as `f32`. Nothing else
+//! file, and viewing aligned little-endian bytes as `f32` or `u16`. Nothing else
 //! belongs here; parsing the safetensors layout is `weights`'.
 
 #![allow(unsafe_code)]
@@ -41,6 +42,17 @@ impl Bytes {
         let map = unsafe { memmap2::Mmap::map(&file)? };
         Ok(Self::Mapped(map))
     }
+
+    /// Maps `path` read-only with every page entered into the mapping at
+    /// once (`MAP_POPULATE`): for a file every use reads whole, one system
+    /// call instead of a page fault per few pages on first use.
+    pub fn map_populated(path: &Path) -> std::io::Result<Self> {
+        let file = File::open(path)?;
+        // SAFETY: as in `map`: read-only and private, never written by
+        // this process, owned by the returned value.
+        let map = unsafe { memmap2::MmapOptions::new().populate().map(&file)? };
+        Ok(Self::Mapped(map))
+    }
 }
 
 impl Deref for Bytes {
@@ -54,29 +66,49 @@ impl Deref for Bytes {
     }
 }
 
-/// The f32 values of a tensor: read in place from the file's bytes when
-/// they are little-endian f32 at an aligned address, else widened into a
-/// buffer of their own. Either way it reads as a `[f32]`.
-pub struct Floats(Storage);
+/// Element types a tensor can be viewed as in place: plain numbers for
+/// which every bit pattern is a valid value.
+pub trait Element: Copy + Send + Sync + 'static + private::Sealed {}
 
-enum Storage {
+impl Element for f32 {}
+/// f16 values, as their bits.
+impl Element for u16 {}
+
+mod private {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for u16 {}
+}
+
+/// The values of a tensor: read in place from the file's bytes when they
+/// are little-endian values of `T` at an aligned address, else held in a
+/// buffer of their own. Either way it reads as a `[T]`.
+pub struct Values<T: Element>(Storage<T>);
+
+/// f32 values of a tensor.
+pub type Floats = Values<f32>;
+
+/// f16 values of a tensor, as their bits.
+pub type Halves = Values<u16>;
+
+enum Storage<T> {
     /// Values in a buffer of their own.
-    Owned(Vec<f32>),
+    Owned(Vec<T>),
     /// `len` values at byte `start` of `bytes`. Invariant (checked by
-    /// [`Floats::in_place`], the only constructor): `start` is 4-byte
-    /// aligned in memory, the range lies inside `bytes`, and the platform
-    /// is little-endian.
+    /// [`Values::in_place`], the only constructor): `start` is aligned for
+    /// `T` in memory, the range lies inside `bytes`, and the platform is
+    /// little-endian.
     InPlace { bytes: Arc<Bytes>, start: usize, len: usize },
 }
 
-impl Floats {
+impl<T: Element> Values<T> {
     /// `len` values starting at byte `start` of `bytes`, viewed in place;
     /// `None` when the range is outside the bytes, misaligned, or the
     /// platform is big-endian (the caller then widens a copy).
     pub fn in_place(bytes: &Arc<Bytes>, start: usize, len: usize) -> Option<Self> {
-        let end = start.checked_add(len.checked_mul(4)?)?;
+        let end = start.checked_add(len.checked_mul(std::mem::size_of::<T>())?)?;
         let range = bytes.get(start..end)?;
-        let aligned = (range.as_ptr() as usize).is_multiple_of(std::mem::align_of::<f32>());
+        let aligned = (range.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>());
         (aligned && cfg!(target_endian = "little"))
             .then(|| Self(Storage::InPlace { bytes: Arc::clone(bytes), start, len }))
     }
@@ -87,28 +119,29 @@ impl Floats {
     }
 }
 
-impl From<Vec<f32>> for Floats {
-    fn from(values: Vec<f32>) -> Self {
+impl<T: Element> From<Vec<T>> for Values<T> {
+    fn from(values: Vec<T>) -> Self {
         Self(Storage::Owned(values))
     }
 }
 
-impl Deref for Floats {
-    type Target = [f32];
+impl<T: Element> Deref for Values<T> {
+    type Target = [T];
 
-    fn deref(&self) -> &[f32] {
+    fn deref(&self) -> &[T] {
         match &self.0 {
             Storage::Owned(values) => values,
             Storage::InPlace { bytes, start, len } => {
-                let range = &bytes[*start..*start + *len * 4];
+                let range = &bytes[*start..*start + *len * std::mem::size_of::<T>()];
                 // SAFETY: `in_place` checked that the range lies inside the
-                // bytes and starts at an address aligned for f32; `bytes`
+                // bytes and starts at an address aligned for `T`; `bytes`
                 // is kept alive by the Arc this value holds and is never
                 // written (a read-only mapping or an owned Vec no one else
-                // can reach mutably). Every bit pattern is a valid f32, and
-                // on a little-endian platform (also checked) these are the
-                // file's little-endian values.
-                unsafe { std::slice::from_raw_parts(range.as_ptr().cast::<f32>(), *len) }
+                // can reach mutably). Every bit pattern is a valid `T` (f32
+                // or u16, the only `Element`s), and on a little-endian
+                // platform (also checked) these are the file's
+                // little-endian values.
+                unsafe { std::slice::from_raw_parts(range.as_ptr().cast::<T>(), *len) }
             }
         }
     }

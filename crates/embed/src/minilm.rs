@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use mempalace_core::vector::normalize;
 
-use crate::bert::{Bert, BertConfig};
+use crate::bert::{Bert, BertConfig, Layout};
 use crate::files::{MINILM, MINILM_ID, ModelSpec, check};
 use crate::weights::Weights;
 use crate::wordpiece::WordPiece;
@@ -35,7 +35,7 @@ pub struct MiniLm {
 pub enum Precision {
     /// f32 throughout: matches the reference vectors (cosine ≥ 0.999).
     /// The dense weights transposed: mapped from the copy kept next to the
-    /// model ([`crate::transposed`]) when there is one, else copied at load
+    /// model ([`crate::kept`]) when there is one, else copied at load
     /// (and that copy kept for the next process).
     F32,
     /// int8 dense layers with AVX-512 VNNI (attention in f32): about twice
@@ -51,6 +51,13 @@ pub enum Precision {
     /// about 40 ms faster than [`Precision::F32`] and embeds a short text
     /// a few milliseconds slower. The same arithmetic, so the same model id.
     F32InPlace,
+    /// f32 arithmetic on the dense weights rounded to f16 in column panels
+    /// ([`Bert::pack_f16`]), mapped from the copy kept next to the model
+    /// ([`crate::kept`]; the first load makes it): for a process that
+    /// embeds one short text, whose time goes into reading the weights,
+    /// half the bytes of f32. Vectors within cosine 0.9999 of f32, so the
+    /// same model id. Fast with AVX-512 only ([`Precision::for_one_text`]).
+    F16,
 }
 
 impl Precision {
@@ -58,6 +65,23 @@ impl Precision {
     /// [`Precision::F32`]. Both give the same vectors (one model id).
     pub fn for_this_cpu() -> Self {
         if crate::amx::available() { Self::Bf16 } else { Self::F32 }
+    }
+
+    /// For a process that embeds one short text (a hook's `add`, `search`)
+    /// with the model in `folder`: [`Precision::F16`] where the CPU has
+    /// AVX-512 and the f16 panels are kept (or can be: the folder is
+    /// writable), else [`Precision::F32`] with the kept transposed weights,
+    /// else [`Precision::F32InPlace`]. Never a load that computes a layout
+    /// it cannot keep for the next process.
+    pub fn for_one_text(folder: &Path) -> Self {
+        use crate::kept::{Layout, present, writable};
+        if crate::kernels::has_avx512() && (present(folder, Layout::PanelsF16) || writable(folder)) {
+            Self::F16
+        } else if present(folder, Layout::TransposedF32) {
+            Self::F32
+        } else {
+            Self::F32InPlace
+        }
     }
 }
 
@@ -103,7 +127,7 @@ impl MiniLm {
 impl Embedder for MiniLm {
     fn model_id(&self) -> &str {
         match self.precision {
-            Precision::F32 | Precision::Bf16 | Precision::F32InPlace => MINILM_ID,
+            Precision::F32 | Precision::Bf16 | Precision::F32InPlace | Precision::F16 => MINILM_ID,
             Precision::Int8 => MINILM_INT8_ID,
         }
     }
@@ -158,7 +182,8 @@ pub(crate) fn load_encoder(
     // used in place, and only its rows for the tokens embedded are read.
     let mut bert = Weights::read(&folder.join("model.safetensors"))?.with(|root| Bert::load(root, &config))?;
     match precision {
-        Precision::F32 => crate::transposed::load_or_make(&mut bert, folder),
+        Precision::F32 => crate::kept::load_or_make(&mut bert, folder, Layout::TransposedF32),
+        Precision::F16 => crate::kept::load_or_make(&mut bert, folder, Layout::PanelsF16),
         Precision::F32InPlace => {}
         Precision::Int8 => bert.quantize_int8(),
         Precision::Bf16 => bert.pack_bf16()?,

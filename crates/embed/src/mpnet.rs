@@ -41,8 +41,8 @@ impl Mpnet {
     }
 
     /// Loads the model with the given precision: [`Precision::F32`],
-    /// [`Precision::Bf16`] (needs AMX) and [`Precision::F32InPlace`] (for
-    /// one short text) give the same vectors; [`Precision::Int8`] (needs
+    /// [`Precision::Bf16`] (needs AMX), [`Precision::F32InPlace`] and
+    /// [`Precision::F16`] (for one short text) give the same vectors; [`Precision::Int8`] (needs
     /// AVX-512 VNNI) has its own model id.
     pub fn load_with(folder: &Path, precision: Precision) -> EmbedResult<Self> {
         let (bert, tokenizer) = load_encoder(folder, &MPNET, "mpnet", "mpnet", precision)?;

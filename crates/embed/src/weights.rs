@@ -15,7 +15,7 @@ use std::sync::Arc;
 use safetensors::{Dtype, SafeTensors};
 
 use crate::mapped::Bytes;
-pub use crate::mapped::Floats;
+pub use crate::mapped::{Floats, Halves};
 use crate::{EmbedError, EmbedResult};
 
 /// The tensors of one safetensors file, kept as the file's bytes (mapped
@@ -44,6 +44,14 @@ impl Weights {
     /// read from the page cache when it is used.
     pub fn read(path: &Path) -> EmbedResult<Self> {
         let bytes = Bytes::map(path)
+            .map_err(|error| EmbedError::ModelMissing(format!("reading {}: {error}", path.display())))?;
+        Self::checked(bytes, path.display().to_string())
+    }
+
+    /// Maps a safetensors file every use reads whole, with all its pages
+    /// entered into the mapping now ([`Bytes::map_populated`]).
+    pub fn read_whole(path: &Path) -> EmbedResult<Self> {
+        let bytes = Bytes::map_populated(path)
             .map_err(|error| EmbedError::ModelMissing(format!("reading {}: {error}", path.display())))?;
         Self::checked(bytes, path.display().to_string())
     }
@@ -124,6 +132,25 @@ impl<'a> Scope<'a> {
         widen(view.dtype(), view.data())
             .map(Floats::from)
             .map_err(|problem| EmbedError::ModelInvalid(format!("{}: tensor {full}: {problem}", self.origin)))
+    }
+
+    /// The f16 tensor `name` as its values' bits in row-major order,
+    /// checked to have `shape`: read in place from the file (no copy),
+    /// else copied when the platform cannot view the bytes in place.
+    pub fn halves(&self, shape: &[usize], name: &str) -> EmbedResult<Halves> {
+        let (full, view) = self.view(shape, name)?;
+        if view.dtype() != Dtype::F16 {
+            return Err(EmbedError::ModelInvalid(format!(
+                "{}: tensor {full} is {:?}, expected F16",
+                self.origin,
+                view.dtype()
+            )));
+        }
+        let start = (view.data().as_ptr() as usize).checked_sub(self.bytes.as_ptr() as usize);
+        if let Some(halves) = start.and_then(|start| Halves::in_place(self.bytes, start, view.data().len() / 2)) {
+            return Ok(halves);
+        }
+        Ok(Halves::from(view.data().chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect::<Vec<u16>>()))
     }
 
     /// A `[rows, cols]` matrix stored transposed: `[cols, rows]` row-major
@@ -217,17 +244,55 @@ fn f16_to_f32(bits: u16) -> f32 {
     f32::from_bits(sign | magnitude)
 }
 
+/// Values of a tensor to write: f32, or f16 as their bits.
+#[derive(Debug, Clone, Copy)]
+pub enum Data<'a> {
+    /// f32 values.
+    F32(&'a [f32]),
+    /// f16 values, as their bits.
+    F16(&'a [u16]),
+}
+
+impl Data<'_> {
+    fn len(self) -> usize {
+        match self {
+            Self::F32(values) => values.len(),
+            Self::F16(values) => values.len(),
+        }
+    }
+
+    fn dtype(self) -> Dtype {
+        match self {
+            Self::F32(_) => Dtype::F32,
+            Self::F16(_) => Dtype::F16,
+        }
+    }
+
+    fn le_bytes(self) -> Vec<u8> {
+        match self {
+            Self::F32(values) => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            Self::F16(values) => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        }
+    }
+}
+
 /// Writes f32 tensors (name, shape, row-major values) as a safetensors
 /// file.
 pub fn write_f32(path: &Path, tensors: &[(&str, Vec<usize>, &[f32])]) -> EmbedResult<()> {
-    let bytes: Vec<Vec<u8>> =
-        tensors.iter().map(|(_, _, values)| values.iter().flat_map(|v| v.to_le_bytes()).collect()).collect();
+    let tensors: Vec<(&str, Vec<usize>, Data<'_>)> =
+        tensors.iter().map(|(name, shape, values)| (*name, shape.clone(), Data::F32(values))).collect();
+    write(path, &tensors)
+}
+
+/// Writes tensors (name, shape, row-major values) as a safetensors file.
+pub fn write(path: &Path, tensors: &[(&str, Vec<usize>, Data<'_>)]) -> EmbedResult<()> {
+    let bytes: Vec<Vec<u8>> = tensors.iter().map(|(_, _, data)| data.le_bytes()).collect();
     let mut views = Vec::with_capacity(tensors.len());
-    for ((name, shape, values), data) in tensors.iter().zip(&bytes) {
-        if shape.iter().product::<usize>() != values.len() {
-            return Err(EmbedError::Inference(format!("tensor {name}: {} values for shape {shape:?}", values.len())));
+    for ((name, shape, data), bytes) in tensors.iter().zip(&bytes) {
+        if shape.iter().product::<usize>() != data.len() {
+            return Err(EmbedError::Inference(format!("tensor {name}: {} values for shape {shape:?}", data.len())));
         }
-        let view = safetensors::tensor::TensorView::new(Dtype::F32, shape.clone(), data)
+        let view = safetensors::tensor::TensorView::new(data.dtype(), shape.clone(), bytes)
             .map_err(|error| EmbedError::Inference(format!("tensor {name}: {error}")))?;
         views.push((name.to_string(), view));
     }

@@ -73,8 +73,15 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 
 /// MiniLM (the default and the f32 path) against reference vectors in
 /// `path` (cosine ≥ 0.999 each), and one text at a time equal to a batch.
+/// MiniLM as one-text processes load it where the CPU has AVX-512: f32
+/// arithmetic on the f16 panels kept next to the model.
+fn minilm_f16() -> &'static MiniLm {
+    static MODEL: OnceLock<MiniLm> = OnceLock::new();
+    MODEL.get_or_init(|| MiniLm::load_with(&minilm_dir(&model_root()), Precision::F16).expect("load f16 MiniLM"))
+}
+
 fn matches_reference_vectors(path: &Path, expected_items: usize) {
-    for model in [minilm(), minilm_f32()] {
+    for model in [minilm(), minilm_f32(), minilm_f16()] {
         model_matches_reference_vectors(model, path, expected_items);
     }
 }
@@ -184,18 +191,24 @@ fn int8_minilm_stays_close_to_f32() {
     assert!(paraphrase_accuracy(minilm_int8()) >= 0.95);
 }
 
-/// Where the CPU has AMX (the project's machines and CI do), the default
-/// MiniLM runs its products in bf16 on the tile unit. Its vectors stay
-/// within cosine 0.999 of the f32 ones on real text, the same vector space,
-/// so both carry one model id and a palace filed by either is searched by
-/// the other (issue 16).
+/// Where the CPU has AMX, the default MiniLM runs its products in bf16 on
+/// the tile unit; elsewhere (machines of this kind come with and without
+/// it) in f32, and a bf16 load is refused with a message that names the
+/// way out. The default's vectors stay within cosine 0.999 of the f32 ones
+/// on real text, the same vector space, so both carry one model id and a
+/// palace filed by either is searched by the other (issue 16).
 #[test]
-fn amx_minilm_matches_f32_and_shares_its_model_id() {
-    assert!(
-        mempalace_embed::amx::available(),
-        "this CPU or OS lacks AMX, so the default path cannot be checked against f32 here"
-    );
-    assert_eq!(mempalace_embed::minilm::Precision::for_this_cpu(), mempalace_embed::minilm::Precision::Bf16);
+fn default_minilm_matches_f32_and_shares_its_model_id() {
+    if mempalace_embed::amx::available() {
+        assert_eq!(Precision::for_this_cpu(), Precision::Bf16);
+    } else {
+        assert_eq!(Precision::for_this_cpu(), Precision::F32);
+        let Err(refused) = MiniLm::load_with(&minilm_dir(&model_root()), Precision::Bf16) else {
+            panic!("a bf16 load without AMX must be refused");
+        };
+        let message = refused.to_string();
+        assert!(message.contains("AMX") && message.contains("--embedder minilm"), "{message}");
+    }
     let mut texts: Vec<String> = PARAPHRASES.iter().flat_map(|(a, b)| [a.to_string(), b.to_string()]).collect();
     let lines = repository_texts();
     let joined: Vec<char> = lines.join(" ").chars().collect();
@@ -240,6 +253,59 @@ fn minilm_with_weights_in_place_matches_f32() {
     assert_eq!(in_place.model_id(), exact.model_id());
 }
 
+/// The one-text MiniLM where the CPU has AVX-512 (f32 arithmetic on the
+/// weights rounded to f16): within cosine 0.9999 of f32 on short, long and
+/// truncated texts, one at a time and batched, under f32's model id; it
+/// ranks paraphrases as f32 does.
+#[test]
+fn minilm_with_f16_weights_stays_within_f32s_model() {
+    let lines = repository_texts();
+    let joined: Vec<char> = lines.join(" ").chars().collect();
+    let mut texts: Vec<String> = vec!["x".to_string(), "which database did we pick".to_string(), "memory ".repeat(400)];
+    texts.extend(lines.into_iter().step_by(7).take(40));
+    texts.extend(joined.chunks(800).take(10).map(|chunk| chunk.iter().collect::<String>()));
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let exact = minilm_f32().embed_batch(&refs).unwrap();
+    let half = minilm_f16();
+    for ((text, a), b) in texts.iter().zip(&exact).zip(half.embed_batch(&refs).unwrap()) {
+        let similarity = cosine(a, &b);
+        assert!(similarity >= 0.9999, "cosine {similarity} for {text:?}");
+        assert!(cosine(&half.embed_one(text).unwrap(), &b) > 0.99999, "one at a time: {text:?}");
+    }
+    assert_eq!(half.model_id(), minilm_f32().model_id());
+    assert!(paraphrase_accuracy(half) >= 0.95);
+}
+
+/// What a one-text process loads: f16 panels where the CPU has AVX-512
+/// and the panels are kept or can be; else the kept transposed weights,
+/// else the weights in place.
+#[test]
+fn one_text_processes_load_the_layout_they_can_keep() {
+    use mempalace_embed::kept::{Layout, path};
+    let folder = tempfile::tempdir().unwrap();
+    for name in ["model.safetensors", "tokenizer.json", "config.json"] {
+        std::os::unix::fs::symlink(minilm_dir(&model_root()).join(name), folder.path().join(name)).unwrap();
+    }
+    let avx512 = mempalace_embed::kernels::has_avx512();
+    let expected = if avx512 { Precision::F16 } else { Precision::F32InPlace };
+    assert_eq!(Precision::for_one_text(folder.path()), expected);
+    let leftovers = std::fs::read_dir(folder.path()).unwrap().count();
+    assert_eq!(leftovers, 3, "the writability probe leaves nothing behind");
+    std::fs::copy(
+        path(&minilm_dir(&model_root()), Layout::TransposedF32).unwrap(),
+        path(folder.path(), Layout::TransposedF32).unwrap(),
+    )
+    .expect("`mempalace model fetch` kept the transposed weights in the model directory");
+    let expected = if avx512 { Precision::F16 } else { Precision::F32 };
+    assert_eq!(Precision::for_one_text(folder.path()), expected);
+    let model = MiniLm::load_with(folder.path(), Precision::for_one_text(folder.path())).unwrap();
+    assert!(
+        cosine(&model.embed_one("the gripper force").unwrap(), &minilm_f32().embed_one("the gripper force").unwrap())
+            >= 0.9999
+    );
+    assert_eq!(path(folder.path(), Layout::PanelsF16).unwrap().is_file(), avx512, "panels kept where they are used");
+}
+
 /// all-mpnet-base-v2 as loaded by default (bf16 products on the AMX unit
 /// where the CPU has one, else f32), from the model directory
 /// (`mempalace model fetch --model mpnet`; `./scripts/test.sh` fetches it).
@@ -272,15 +338,15 @@ fn mpnet_matches_the_reference_vectors() {
     }
 }
 
-/// The AMX path (bf16 products, f32 attention with the relative bias) and
-/// the weights read in place give f32's vectors under f32's model id; int8
-/// stays close under its own.
+/// The AMX path (bf16 products, f32 attention with the relative bias), the
+/// weights read in place and the f16 panels give f32's vectors under f32's
+/// model id; int8 stays close under its own.
 #[test]
 fn mpnet_precisions_agree_with_f32() {
     let texts: Vec<String> = repository_texts().into_iter().step_by(97).take(24).collect();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
     let exact = mpnet_f32().embed_batch(&refs).unwrap();
-    let mut variants = vec![(load_mpnet(Precision::F32InPlace), 0.99999)];
+    let mut variants = vec![(load_mpnet(Precision::F32InPlace), 0.99999), (load_mpnet(Precision::F16), 0.9999)];
     if mempalace_embed::amx::available() {
         variants.push((load_mpnet(Precision::Bf16), 0.9995));
     }
@@ -326,41 +392,54 @@ fn mpnet_finds_paraphrases() {
     assert!(accuracy >= 0.95, "MPNet paraphrase accuracy {accuracy}");
 }
 
-/// The transposed weights an f32 load computes are kept next to the model
-/// and mapped by the next load: the same vectors, bit for bit; a damaged
-/// copy is recomputed and replaced, and copies made for other weights go.
+/// The layouts a load computes (transposed f32 weights, f16 panels) are
+/// kept next to the model and mapped by the next load: the same vectors,
+/// bit for bit; a damaged copy is recomputed and replaced, and copies made
+/// for other weights go.
 #[test]
-fn transposed_weights_are_kept_next_to_the_model() {
-    let folder = tempfile::tempdir().unwrap();
-    for name in ["model.safetensors", "tokenizer.json", "config.json"] {
-        std::os::unix::fs::symlink(minilm_dir(&model_root()).join(name), folder.path().join(name)).unwrap();
+fn computed_weight_layouts_are_kept_next_to_the_model() {
+    use mempalace_embed::kept::{Layout, path, present};
+    for (precision, layout, least) in
+        [(Precision::F32, Layout::TransposedF32, 40_000_000), (Precision::F16, Layout::PanelsF16, 20_000_000)]
+    {
+        let folder = tempfile::tempdir().unwrap();
+        for name in ["model.safetensors", "tokenizer.json", "config.json"] {
+            std::os::unix::fs::symlink(minilm_dir(&model_root()).join(name), folder.path().join(name)).unwrap();
+        }
+        let stale = path(folder.path(), layout).unwrap().with_file_name(match layout {
+            Layout::TransposedF32 => ".transposed-f32-1-2.safetensors",
+            Layout::PanelsF16 => ".panels-f16-1-2.safetensors",
+        });
+        std::fs::write(&stale, b"weights of another day").unwrap();
+        let kept = path(folder.path(), layout).unwrap();
+        assert!(!present(folder.path(), layout));
+        let texts = ["the gripper force is 12.5 newtons", &"a longer text about calibration and firmware ".repeat(6)];
+
+        let first = MiniLm::load_with(folder.path(), precision).unwrap().embed_batch(&texts).unwrap();
+        assert!(kept.is_file(), "the first {precision:?} load writes the {layout:?} weights");
+        assert!(!stale.exists(), "a copy for other weights is removed");
+        let size = std::fs::metadata(&kept).unwrap().len();
+        assert!(size > least, "{size} bytes");
+        let mapped = MiniLm::load_with(folder.path(), precision).unwrap().embed_batch(&texts).unwrap();
+        assert_eq!(first, mapped, "mapped {layout:?} weights give the same vectors");
+        let reference = match precision {
+            Precision::F32 => minilm_f32(),
+            _ => minilm_f16(),
+        };
+        assert_eq!(first, reference.embed_batch(&texts).unwrap());
+
+        // A damaged copy is not used; the load recomputes and rewrites it.
+        std::fs::write(&kept, b"not safetensors").unwrap();
+        let recomputed = MiniLm::load_with(folder.path(), precision).unwrap().embed_batch(&texts).unwrap();
+        assert_eq!(first, recomputed);
+        assert_eq!(std::fs::metadata(&kept).unwrap().len(), size, "rewritten whole");
+        let leftovers: Vec<String> = std::fs::read_dir(folder.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".partial"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
     }
-    let stale = folder.path().join(".transposed-f32-1-2.safetensors");
-    std::fs::write(&stale, b"weights of another day").unwrap();
-    let kept = mempalace_embed::transposed::path(folder.path()).unwrap();
-    assert!(!mempalace_embed::transposed::present(folder.path()));
-    let texts = ["the gripper force is 12.5 newtons", &"a longer text about calibration and firmware ".repeat(6)];
-
-    let first = MiniLm::load_with(folder.path(), Precision::F32).unwrap().embed_batch(&texts).unwrap();
-    assert!(kept.is_file(), "the first f32 load writes the transposed weights");
-    assert!(!stale.exists(), "a copy for other weights is removed");
-    let size = std::fs::metadata(&kept).unwrap().len();
-    assert!(size > 40_000_000, "{size} bytes");
-    let mapped = MiniLm::load_with(folder.path(), Precision::F32).unwrap().embed_batch(&texts).unwrap();
-    assert_eq!(first, mapped, "mapped transposed weights give the same vectors");
-    assert_eq!(first, minilm_f32().embed_batch(&texts).unwrap());
-
-    // A damaged copy is not used; the load recomputes and rewrites it.
-    std::fs::write(&kept, b"not safetensors").unwrap();
-    let recomputed = MiniLm::load_with(folder.path(), Precision::F32).unwrap().embed_batch(&texts).unwrap();
-    assert_eq!(first, recomputed);
-    assert_eq!(std::fs::metadata(&kept).unwrap().len(), size, "rewritten whole");
-    let leftovers: Vec<String> = std::fs::read_dir(folder.path())
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| name.ends_with(".partial"))
-        .collect();
-    assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
 #[test]

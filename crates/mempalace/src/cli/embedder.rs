@@ -17,11 +17,13 @@ use crate::settings::{EmbedderKind, Settings};
 
 /// The settings for a process that embeds one short text (`add` of a text
 /// that fits one drawer, `search`, `inject`): the default MiniLM (and
-/// MPNet) runs in f32 with its weights read in place from the mapped file. Copying them
-/// into the layout fast multiplies want (f32) or packing them for the AMX
-/// unit (bf16) costs such a process 40–80 ms at load, more than either
-/// saves on one text; the vectors are the same under the same model id
-/// (cosine ≥ 0.9999), so nothing filed either way needs embedding again.
+/// MPNet) maps a layout of its weights kept next to it, f16 panels where
+/// the CPU has AVX-512 ([`Precision::for_one_text`]), instead of
+/// computing a layout fast multiplies want (f32) or packing the weights for
+/// the AMX unit (bf16), which costs such a process 40–80 ms at load, more
+/// than either saves on one text. The vectors are the same under the same
+/// model id (cosine ≥ 0.9999), so nothing filed either way needs embedding
+/// again.
 pub fn for_one_text(settings: &Settings) -> Settings {
     let mut settings = settings.clone();
     settings.embedder = match settings.embedder {
@@ -42,10 +44,7 @@ pub fn build(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>> {
             let precision = match settings.embedder {
                 EmbedderKind::MiniLmInt8 => Precision::Int8,
                 EmbedderKind::MiniLmF32 => Precision::F32,
-                // The transposed weights kept next to the model, mapped: the
-                // fast layout at no load cost; else the weights in place.
-                EmbedderKind::MiniLmOneText if mempalace_embed::transposed::present(&folder) => Precision::F32,
-                EmbedderKind::MiniLmOneText => Precision::F32InPlace,
+                EmbedderKind::MiniLmOneText => Precision::for_one_text(&folder),
                 _ => Precision::for_this_cpu(),
             };
             local(
@@ -56,7 +55,7 @@ pub fn build(settings: &Settings) -> Result<Option<Arc<dyn Embedder>>> {
         }
         EmbedderKind::Mpnet | EmbedderKind::MpnetOneText => {
             let precision = if settings.embedder == EmbedderKind::MpnetOneText {
-                Precision::F32InPlace
+                Precision::for_one_text(&mpnet_dir(&settings.model_dir))
             } else {
                 Precision::for_this_cpu()
             };

@@ -573,6 +573,63 @@ fn vectors_are_stored_and_a_palace_moves_to_another_model(store: Store) {
     assert_eq!(status["static"]["model_id"], "all-MiniLM-L6-v2-static-d256");
 }
 
+/// `model fetch` of a model already in place writes the layouts of its
+/// weights that the processes hooks start map (the transposed f32 weights,
+/// and the f16 panels where the CPU has AVX-512; nothing else is left in
+/// the folder), and such a process (`add` of one short text) then files
+/// the vector f32 gives, under MiniLM's model id.
+#[test]
+fn model_fetch_keeps_the_weight_layouts_hooks_map() {
+    let sandbox = Sandbox::new();
+    let models = sandbox.path("models");
+    let folder = models.join("all-MiniLM-L6-v2");
+    std::fs::create_dir_all(&folder).unwrap();
+    for name in ["model.safetensors", "tokenizer.json", "config.json"] {
+        std::os::unix::fs::symlink(model_dir().join("all-MiniLM-L6-v2").join(name), folder.join(name)).unwrap();
+    }
+    let models = models.to_str().unwrap();
+    let fetched = sandbox.ok(&["--model-dir", models, "model", "fetch"]);
+    assert!(fetched.contains("already in"), "{fetched}");
+    let mut kept: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with('.'))
+        .collect();
+    kept.sort();
+    let avx512 = mempalace_embed::kernels::has_avx512();
+    assert_eq!(kept.len(), if avx512 { 2 } else { 1 }, "{kept:?}");
+    assert!(kept.iter().any(|name| name.starts_with(".transposed-f32-") && name.ends_with(".safetensors")));
+    assert_eq!(kept.iter().any(|name| name.starts_with(".panels-f16-") && name.ends_with(".safetensors")), avx512);
+
+    let text = "We chose PostgreSQL for the backend because of transactions.";
+    let id = sandbox.ok(&["--model-dir", models, "add", "--wing", "w", "--room", "r", text]).trim().to_string();
+    let drawer = sandbox.json(&["get", &id, "--json"]);
+    assert_eq!(drawer["embedding"]["model"], "all-MiniLM-L6-v2");
+    let export = sandbox.path("export.jsonl");
+    sandbox.ok(&["export", "--out", export.to_str().unwrap()]);
+    let filed: Vec<f32> = std::fs::read_to_string(&export)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|record| record["id"] == id.as_str())
+        .and_then(|record| record["embedding"]["base64"].as_str().map(str::to_string))
+        .map(|encoded| {
+            use base64::Engine as _;
+            let bytes = base64::engine::general_purpose::STANDARD.decode(encoded).unwrap();
+            bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+        })
+        .expect("the export carries the drawer's vector");
+    let f32_model = mempalace_embed::minilm::MiniLm::load_with(
+        &model_dir().join("all-MiniLM-L6-v2"),
+        mempalace_embed::minilm::Precision::F32,
+    )
+    .unwrap();
+    use mempalace_embed::Embedder as _;
+    let exact = f32_model.embed_one(text).unwrap();
+    let similarity = mempalace_core::vector::cosine(&filed, &exact);
+    assert!(similarity >= 0.9999, "cosine {similarity} to the f32 vector");
+}
+
 /// Issue 16: the default MiniLM (bf16 on the AMX unit where the CPU has
 /// one) and `minilm-f32` give the same vectors under one model id, so a
 /// palace filed by the f32 path is searched by the default one by meaning,
