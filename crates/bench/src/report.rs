@@ -98,13 +98,14 @@ pub fn checkout() -> PathBuf {
     if top.is_empty() { std::env::current_dir().unwrap_or_default() } else { PathBuf::from(top) }
 }
 
-/// Writes `summary.json`, `samples.json` and `README.md` into
-/// `root/<date>-<host>-<name>/` and returns the directory.
+/// Writes `summary.json`, `samples.json` and `README.md` into a new
+/// directory `root/<date>-<host>-<name>/` (`…-2`, `…-3` when a run of the
+/// same day is there already: recorded results are never overwritten) and
+/// returns it.
 pub fn write(root: &Path, name: &str, command_line: &str, summary: &Value, samples: &Value) -> Result<PathBuf> {
     let host = command_output("hostname", &[]);
     let date = chrono::Utc::now().format("%Y-%m-%d").to_string();
-    let dir = root.join(format!("{date}-{}-{name}", if host.is_empty() { "machine" } else { &host }));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = new_run_dir(root, &format!("{date}-{}-{name}", if host.is_empty() { "machine" } else { &host }))?;
     let machine = machine();
     std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(summary)? + "\n")?;
     std::fs::write(dir.join("samples.json"), serde_json::to_string(samples)? + "\n")?;
@@ -117,9 +118,42 @@ pub fn write(root: &Path, name: &str, command_line: &str, summary: &Value, sampl
     Ok(dir)
 }
 
+/// Creates `root/base`, or the first of `root/base-2`, `root/base-3` …
+/// that does not exist yet (created, not just looked at, so two runs never
+/// share one).
+fn new_run_dir(root: &Path, base: &str) -> Result<PathBuf> {
+    std::fs::create_dir_all(root).with_context(|| format!("creating {}", root.display()))?;
+    for attempt in 1.. {
+        let dir = if attempt == 1 { root.join(base) } else { root.join(format!("{base}-{attempt}")) };
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(error) => return Err(error).with_context(|| format!("creating {}", dir.display())),
+        }
+    }
+    unreachable!("the attempts are unbounded")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_second_run_of_the_day_gets_a_directory_of_its_own() {
+        let root = tempfile::tempdir().unwrap();
+        let first =
+            write(root.path(), "add", "mempalace-bench add", &serde_json::json!({"run": 1}), &Value::Null).unwrap();
+        let second =
+            write(root.path(), "add", "mempalace-bench add", &serde_json::json!({"run": 2}), &Value::Null).unwrap();
+        assert_ne!(first, second);
+        assert_eq!(
+            second.file_name().unwrap().to_string_lossy(),
+            format!("{}-2", first.file_name().unwrap().to_string_lossy())
+        );
+        let summary = |dir: &Path| std::fs::read_to_string(dir.join("summary.json")).unwrap();
+        assert!(summary(&first).contains("\"run\": 1"), "the first run's results are kept");
+        assert!(summary(&second).contains("\"run\": 2"));
+    }
 
     #[test]
     fn recorded_commands_name_no_machine_paths() {
