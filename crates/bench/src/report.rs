@@ -123,15 +123,15 @@ pub fn write(root: &Path, name: &str, command_line: &str, summary: &Value, sampl
 /// share one).
 fn new_run_dir(root: &Path, base: &str) -> Result<PathBuf> {
     std::fs::create_dir_all(root).with_context(|| format!("creating {}", root.display()))?;
-    for attempt in 1.. {
+    let mut attempt = 1;
+    loop {
         let dir = if attempt == 1 { root.join(base) } else { root.join(format!("{base}-{attempt}")) };
         match std::fs::create_dir(&dir) {
             Ok(()) => return Ok(dir),
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => attempt += 1,
             Err(error) => return Err(error).with_context(|| format!("creating {}", dir.display())),
         }
     }
-    unreachable!("the attempts are unbounded")
 }
 
 #[cfg(test)]

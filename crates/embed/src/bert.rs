@@ -458,26 +458,27 @@ impl Bert {
     /// # Errors
     /// When the file lacks a layer's tensor or has it in another shape or type.
     pub fn use_kept(&mut self, root: &Scope<'_>, layout: Layout) -> EmbedResult<()> {
+        enum Found {
+            F32(Floats),
+            F16(Halves),
+        }
         let mut found = Vec::with_capacity(self.layers.len() * 4);
         for (index, layer) in self.layers.iter().enumerate() {
             for (name, dense) in Self::dense_layers(layer) {
                 let (name, shape) = (format!("layer.{index}.{name}"), Self::kept_shape(dense, layout));
                 found.push(match layout {
-                    Layout::TransposedF32 => (Some(root.floats(&shape, &name)?), None),
-                    Layout::PanelsF16 => (None, Some(root.halves(&shape, &name)?)),
+                    Layout::TransposedF32 => Found::F32(root.floats(&shape, &name)?),
+                    Layout::PanelsF16 => Found::F16(root.halves(&shape, &name)?),
                 });
             }
         }
         let mut found = found.into_iter();
         for layer in &mut self.layers {
             for dense in [&mut layer.qkv, &mut layer.attention_output, &mut layer.intermediate, &mut layer.output] {
-                if let Some((weight, half)) = found.next() {
-                    if let Some(weight) = weight {
-                        dense.weight = weight;
-                    }
-                    if half.is_some() {
-                        dense.half = half;
-                    }
+                match found.next() {
+                    Some(Found::F32(weight)) => dense.weight = weight,
+                    Some(Found::F16(half)) => dense.half = Some(half),
+                    None => {}
                 }
             }
         }

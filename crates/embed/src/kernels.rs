@@ -598,13 +598,8 @@ mod tests {
                     let mut out = vec![f32::NAN; tokens * outputs];
                     matmul_f16(&x, tokens, inputs, &packed, outputs, &mut out, threads);
                     let mut portable = vec![0.0_f32; panels(outputs) * tokens * PANEL];
-                    for (p, sums) in portable.chunks_mut(tokens * PANEL).enumerate() {
-                        let panel = &packed[p * inputs * PANEL..(p + 1) * inputs * PANEL];
-                        for (block, sums) in sums.chunks_mut(PANEL_TOKENS * PANEL).enumerate() {
-                            let first = block * PANEL_TOKENS;
-                            let rows = &x[first * inputs..(first + sums.len() / PANEL) * inputs];
-                            panel_block_portable(rows, inputs, panel, sums);
-                        }
+                    for (sums, panel) in portable.chunks_mut(tokens * PANEL).zip(packed.chunks(inputs * PANEL)) {
+                        panel_block_portable(&x, inputs, panel, sums);
                     }
                     for t in 0..tokens {
                         for o in 0..outputs {

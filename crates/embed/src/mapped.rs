@@ -30,6 +30,17 @@ pub enum Bytes {
 impl Bytes {
     /// Maps `path` read-only.
     pub fn map(path: &Path) -> std::io::Result<Self> {
+        Self::map_with(path, memmap2::MmapOptions::new())
+    }
+
+    /// Maps `path` read-only with every page entered into the mapping at
+    /// once (`MAP_POPULATE`): for a file every use reads whole, one system
+    /// call instead of a page fault per few pages on first use.
+    pub fn map_populated(path: &Path) -> std::io::Result<Self> {
+        Self::map_with(path, memmap2::MmapOptions::new().populate().clone())
+    }
+
+    fn map_with(path: &Path, options: memmap2::MmapOptions) -> std::io::Result<Self> {
         let file = File::open(path)?;
         // SAFETY: the mapping is read-only and private, so this process
         // never writes through it. Its contents change under us only if
@@ -39,18 +50,7 @@ impl Bytes {
         // weights in place while a process embeds gets wrong vectors or a
         // SIGBUS, the same as with any mapped file. The mapping lives as
         // long as this value, which owns it.
-        let map = unsafe { memmap2::Mmap::map(&file)? };
-        Ok(Self::Mapped(map))
-    }
-
-    /// Maps `path` read-only with every page entered into the mapping at
-    /// once (`MAP_POPULATE`): for a file every use reads whole, one system
-    /// call instead of a page fault per few pages on first use.
-    pub fn map_populated(path: &Path) -> std::io::Result<Self> {
-        let file = File::open(path)?;
-        // SAFETY: as in `map`: read-only and private, never written by
-        // this process, owned by the returned value.
-        let map = unsafe { memmap2::MmapOptions::new().populate().map(&file)? };
+        let map = unsafe { options.map(&file)? };
         Ok(Self::Mapped(map))
     }
 }

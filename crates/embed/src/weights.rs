@@ -121,17 +121,21 @@ impl<'a> Scope<'a> {
     /// copy; pages are read when used), else widened.
     pub fn floats(&self, shape: &[usize], name: &str) -> EmbedResult<Floats> {
         let (full, view) = self.view(shape, name)?;
-        if view.dtype() == Dtype::F32 {
-            // The view borrows these bytes (see `with`), so the subtraction
-            // is its offset in the file.
-            let start = (view.data().as_ptr() as usize).checked_sub(self.bytes.as_ptr() as usize);
-            if let Some(floats) = start.and_then(|start| Floats::in_place(self.bytes, start, view.data().len() / 4)) {
-                return Ok(floats);
-            }
+        if view.dtype() == Dtype::F32
+            && let Some(floats) =
+                self.offset(view.data()).and_then(|start| Floats::in_place(self.bytes, start, view.data().len() / 4))
+        {
+            return Ok(floats);
         }
         widen(view.dtype(), view.data())
             .map(Floats::from)
             .map_err(|problem| EmbedError::ModelInvalid(format!("{}: tensor {full}: {problem}", self.origin)))
+    }
+
+    /// Where a tensor's `data` starts in the file: the view borrows these
+    /// bytes (see `with`), so the subtraction is its offset.
+    fn offset(&self, data: &[u8]) -> Option<usize> {
+        (data.as_ptr() as usize).checked_sub(self.bytes.as_ptr() as usize)
     }
 
     /// The f16 tensor `name` as its values' bits in row-major order,
@@ -146,8 +150,9 @@ impl<'a> Scope<'a> {
                 view.dtype()
             )));
         }
-        let start = (view.data().as_ptr() as usize).checked_sub(self.bytes.as_ptr() as usize);
-        if let Some(halves) = start.and_then(|start| Halves::in_place(self.bytes, start, view.data().len() / 2)) {
+        if let Some(halves) =
+            self.offset(view.data()).and_then(|start| Halves::in_place(self.bytes, start, view.data().len() / 2))
+        {
             return Ok(halves);
         }
         Ok(Halves::from(view.data().chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect::<Vec<u16>>()))

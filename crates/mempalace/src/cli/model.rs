@@ -72,7 +72,7 @@ pub fn run(settings: &Settings, command: ModelCommand) -> Result<()> {
                 FetchModel::Mpnet => &files::MPNET,
             };
             fetch(settings, spec, force)?;
-            prepare_layouts(spec, root)?;
+            prepare_layouts(model, root)?;
         }
         ModelCommand::Distill { dims, force } => {
             let out = static_dir(root);
@@ -145,22 +145,26 @@ pub fn run(settings: &Settings, command: ModelCommand) -> Result<()> {
 /// that processes hooks start (`add`, `search`) map instead of computing
 /// ([`mempalace_embed::kept`]): for MiniLM the transposed f32 weights (and
 /// the f16 panels where the CPU has AVX-512); for MPNet the f16 panels.
-fn prepare_layouts(spec: &files::ModelSpec, root: &std::path::Path) -> Result<()> {
+fn prepare_layouts(model: FetchModel, root: &std::path::Path) -> Result<()> {
     use mempalace_embed::kept::{Layout, present};
     use mempalace_embed::minilm::Precision;
     let avx512 = mempalace_embed::kernels::has_avx512();
-    if spec.name == files::MINILM.name {
-        let folder = minilm_dir(root);
-        if !present(&folder, Layout::TransposedF32) {
-            MiniLm::load_with(&folder, Precision::F32).context("preparing the transposed weights")?;
+    match model {
+        FetchModel::Minilm => {
+            let folder = minilm_dir(root);
+            if !present(&folder, Layout::TransposedF32) {
+                MiniLm::load_with(&folder, Precision::F32).context("preparing the transposed weights")?;
+            }
+            if avx512 && !present(&folder, Layout::PanelsF16) {
+                MiniLm::load_with(&folder, Precision::F16).context("preparing the f16 weights")?;
+            }
         }
-        if avx512 && !present(&folder, Layout::PanelsF16) {
-            MiniLm::load_with(&folder, Precision::F16).context("preparing the f16 weights")?;
-        }
-    } else if spec.name == files::MPNET.name {
-        let folder = files::mpnet_dir(root);
-        if avx512 && !present(&folder, Layout::PanelsF16) {
-            mempalace_embed::mpnet::Mpnet::load_with(&folder, Precision::F16).context("preparing the f16 weights")?;
+        FetchModel::Mpnet => {
+            let folder = files::mpnet_dir(root);
+            if avx512 && !present(&folder, Layout::PanelsF16) {
+                mempalace_embed::mpnet::Mpnet::load_with(&folder, Precision::F16)
+                    .context("preparing the f16 weights")?;
+            }
         }
     }
     Ok(())
