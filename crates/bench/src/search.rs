@@ -81,7 +81,16 @@ pub(crate) fn fill_store(store: &dyn StoreWrite, n: u64, model: &str, dim: usize
 }
 
 /// The filter of the `i`-th search of a scope.
-type Scope = fn(usize) -> DrawerFilter;
+/// The filter of search `i` in a scope.
+pub(crate) type Scope = fn(usize) -> DrawerFilter;
+
+/// The whole palace, one wing (1/20 of the drawers `fill_store` files)
+/// and one room (1/37), each search in another.
+pub(crate) const SCOPES: [(&str, Scope); 3] = [
+    ("whole", |_| DrawerFilter::default()),
+    ("wing", |i| DrawerFilter { wings: vec![format!("wing{}", i % 20)], ..DrawerFilter::default() }),
+    ("room", |i| DrawerFilter { rooms: vec![format!("room{}", i % 37)], ..DrawerFilter::default() }),
+];
 
 pub(crate) fn time_searches(palace: &Palace, runs: usize) -> Result<(Value, Vec<f64>)> {
     // The first search loads the vector index; it is reported apart.
@@ -90,11 +99,7 @@ pub(crate) fn time_searches(palace: &Palace, runs: usize) -> Result<(Value, Vec<
     let first_ms = first.elapsed().as_secs_f64() * 1e3;
     // Whole-palace, one-wing and one-room searches, interleaved query by
     // query (the first of the three rotates), so noise falls on all alike.
-    let scopes: [(&str, Scope); 3] = [
-        ("whole", |_| DrawerFilter::default()),
-        ("wing", |i| DrawerFilter { wings: vec![format!("wing{}", i % 20)], ..DrawerFilter::default() }),
-        ("room", |i| DrawerFilter { rooms: vec![format!("room{}", i % 37)], ..DrawerFilter::default() }),
-    ];
+    let scopes = SCOPES;
     let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(runs); scopes.len()];
     let mut vector_stage = Vec::with_capacity(runs);
     let mut vector_scan = Vec::with_capacity(runs);

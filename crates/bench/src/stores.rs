@@ -24,7 +24,7 @@ use mempalace_store::DrawerFilter;
 use serde_json::{Value, json};
 
 use crate::report::summarize;
-use crate::search::{QUERIES, fill_store};
+use crate::search::{QUERIES, SCOPES, fill_store};
 
 /// One timed search; milliseconds.
 fn search(palace: &Palace, query: &str, filter: &DrawerFilter) -> Result<f64> {
@@ -71,33 +71,45 @@ pub fn run(
             ("sqlite", Palace::new(sqlite, WorkspaceId::default_workspace()).with_embedder(Arc::clone(&minilm))),
             ("postgres", Palace::new(postgres, WorkspaceId::default_workspace()).with_embedder(Arc::clone(&minilm))),
         ];
-        let scenarios = [
-            ("all", DrawerFilter::default()),
-            ("one_wing", DrawerFilter { wings: vec!["wing3".into()], ..DrawerFilter::default() }),
-        ];
+        // Whole-palace, one-wing and one-room searches, interleaved query
+        // by query and store by store, so each store's restricted-to-whole
+        // ratio is measured in one loop.
+        let scenarios = SCOPES;
         let mut summary = json!({"drawers": size, "runs": runs,
             "fill_seconds": {"sqlite": sqlite_fill, "postgres": postgres_fill}});
         let mut samples = json!({});
+        // Warm-up: the SQLite process loads its vector index, PostgreSQL its caches.
+        let mut first = json!({});
         for (scenario, filter) in &scenarios {
-            // Warm-up: the SQLite process loads its vector index, PostgreSQL its caches.
-            let mut first = json!({});
             for (name, palace) in &palaces {
-                first[*name] = json!(search(palace, QUERIES[0], filter)?);
+                first[*scenario][*name] = json!(search(palace, QUERIES[0], &filter(0))?);
             }
-            let mut times: [Vec<f64>; 2] = [Vec::with_capacity(runs), Vec::with_capacity(runs)];
-            for i in 0..runs {
-                let query = QUERIES[i % QUERIES.len()];
+        }
+        let mut times = vec![[Vec::with_capacity(runs), Vec::with_capacity(runs)]; scenarios.len()];
+        for i in 0..runs {
+            let query = QUERIES[i % QUERIES.len()];
+            for (s, (_, filter)) in scenarios.iter().enumerate() {
                 // Alternate which store goes first.
                 for k in 0..2 {
                     let which = (i + k) % 2;
-                    times[which].push(search(&palaces[which].1, query, filter)?);
+                    times[s][which].push(search(&palaces[which].1, query, &filter(i))?);
                 }
             }
-            let (sqlite, postgres) = (summarize(&times[0]), summarize(&times[1]));
-            let ratio = postgres["p50_ms"].as_f64().unwrap_or(0.0) / sqlite["p50_ms"].as_f64().unwrap_or(1.0);
-            summary[format!("search_{scenario}")] = json!({"sqlite": sqlite, "postgres": postgres,
-                "first_search_ms": first, "p50_ratio_postgres_to_sqlite": ratio});
-            samples[format!("search_{scenario}")] = json!({"sqlite": times[0], "postgres": times[1]});
+        }
+        let p50 = |values: &[f64]| summarize(values)["p50_ms"].as_f64().unwrap_or(f64::NAN);
+        for (s, (scenario, _)) in scenarios.iter().enumerate() {
+            let (sqlite, postgres) = (summarize(&times[s][0]), summarize(&times[s][1]));
+            let ratio = p50(&times[s][1]) / p50(&times[s][0]);
+            let mut entry = json!({"sqlite": sqlite, "postgres": postgres,
+                "first_search_ms": first[*scenario], "p50_ratio_postgres_to_sqlite": ratio});
+            if s > 0 {
+                entry["p50_ratio_to_whole"] = json!({
+                    "sqlite": p50(&times[s][0]) / p50(&times[0][0]),
+                    "postgres": p50(&times[s][1]) / p50(&times[0][1]),
+                });
+            }
+            summary[format!("search_{scenario}")] = entry;
+            samples[format!("search_{scenario}")] = json!({"sqlite": times[s][0], "postgres": times[s][1]});
         }
         Ok((summary, samples))
     })();

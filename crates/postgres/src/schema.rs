@@ -12,7 +12,7 @@ use mempalace_store::{StoreError, StoreResult};
 use crate::error::Context;
 
 /// The highest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// Migrations, oldest first: (version reached, SQL).
 const MIGRATIONS: &[(u32, &str)] = &[
@@ -22,6 +22,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (4, include_str!("migrations/0004_archive.sql")),
     (5, include_str!("migrations/0005_entity_aliases_centroids.sql")),
     (6, include_str!("migrations/0006_tenancy.sql")),
+    (7, include_str!("migrations/0007_vectors_in_row.sql")),
 ];
 
 /// The schema version of the connected schema (0 before the first migration).

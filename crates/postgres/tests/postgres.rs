@@ -106,6 +106,77 @@ fn vector_search_uses_the_models_hnsw_index_and_the_filter() {
     drop(schema);
 }
 
+/// Unit vectors of `dim` values that do not compress (a fixed sequence).
+fn incompressible(dim: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+    let values: Vec<f32> = (0..dim)
+        .map(|_| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        })
+        .collect();
+    let norm = values.iter().map(|v| v * v).sum::<f32>().sqrt();
+    values.into_iter().map(|v| v / norm).collect()
+}
+
+/// Runs `sql` with `$toast` replaced by the drawers table's TOAST table
+/// and fails the test with `message` unless it returns true.
+fn assert_on_toast(schema: &TestSchema, sql: &str, message: &str) {
+    let name = &schema.name;
+    schema.execute(&format!(
+        "DO $check$ DECLARE toast regclass; ok boolean; BEGIN \
+             SELECT reltoastrelid::regclass INTO toast FROM pg_class WHERE oid = '{name}.drawers'::regclass; \
+             EXECUTE replace($sql${sql}$sql$, '$toast', toast::text) INTO ok; \
+             IF NOT ok THEN RAISE EXCEPTION '%', $msg${message}$msg$; END IF; \
+         END $check$"
+    ));
+}
+
+/// A drawer's vector stays in its row (schema version 7), so a search that
+/// scans a place's drawers exactly reads one row a drawer instead of
+/// fetching each vector through the TOAST table: drawers of ordinary
+/// length put nothing there, and a long text goes out of line without its
+/// vector.
+#[test]
+fn vectors_stay_in_their_rows() {
+    let Some((schema, store)) = fresh() else { return };
+    let ws = WorkspaceId::default_workspace();
+    let text = "We moved the ingestion workers to the new cluster after the third outage this month; the old \
+                nodes kept dropping their leases under load, and the retry storm filled the queue faster than \
+                the consumers could drain it. The decision was to pin each worker to one partition, cap \
+                retries at five with jitter, and alert when the queue depth stays above ten thousand for more \
+                than two minutes. Alice owns the rollout; Bob checks the dashboards on Friday.";
+    let drawers: Vec<_> = (0..20)
+        .map(|i| {
+            let mut d = drawer(&ws, "ops", &format!("room{}", i % 4), &format!("{text} (note {i})"));
+            d.embedding = Some(Embedding { model: "minilm-like".into(), vector: incompressible(384, i) });
+            d
+        })
+        .collect();
+    store.put_drawers(&drawers).unwrap();
+    assert_on_toast(
+        &schema,
+        "SELECT count(*) = 0 FROM $toast",
+        "drawers of ordinary length with 384-d vectors put chunks in the TOAST table",
+    );
+    // A long text with a 768-d vector (3,076 bytes of data after the
+    // length word, which do not compress): the row must shed something,
+    // and it sheds text (words that do not repeat, so it compresses too
+    // little to stay); no value of the vector's size is in the TOAST table.
+    let long: String =
+        incompressible(120, 7).iter().map(|v| format!("w{:x}", v.to_bits() >> 8)).collect::<Vec<_>>().join(" ");
+    let mut with_vector = drawer(&ws, "ops", "long", &long);
+    with_vector.embedding = Some(Embedding { model: "mpnet-like".into(), vector: incompressible(768, 99) });
+    store.put_drawers(&[with_vector.clone()]).unwrap();
+    assert_on_toast(&schema, "SELECT count(*) > 0 FROM $toast", "the long text was not moved out of its row");
+    assert_on_toast(
+        &schema,
+        "SELECT NOT EXISTS (SELECT 1 FROM $toast GROUP BY chunk_id HAVING sum(octet_length(chunk_data)) = 768 * 4 + 4)",
+        "the 768-d vector was moved out of its row",
+    );
+    assert_eq!(store.drawer(&ws, &with_vector.id).unwrap(), Some(with_vector), "read back whole");
+}
+
 #[test]
 fn unreachable_servers_and_newer_schemas_are_refused_clearly() {
     let Some(admin) = server() else { return };
@@ -142,7 +213,7 @@ fn workspace_bytes_are_backfilled_by_the_migration_and_rebuilt_by_doctor() {
          DROP TABLE workspace_bytes, audit_log, workspace_limits, workspace_grants, team_members, teams, tokens, \
              principals; \
          DROP FUNCTION mempalace_drawers_bytes() CASCADE; DROP FUNCTION mempalace_count_bytes(text, bigint); \
-         DELETE FROM schema_migrations WHERE version = 6"
+         DELETE FROM schema_migrations WHERE version >= 6"
     ));
     let store = schema.open();
     assert_eq!(store.info().unwrap().schema_version, mempalace_postgres::SCHEMA_VERSION);
@@ -159,13 +230,14 @@ fn workspace_bytes_are_backfilled_by_the_migration_and_rebuilt_by_doctor() {
 }
 
 /// The migration files, oldest first (as `schema.rs` lists them).
-const MIGRATION_FILES: [&str; 6] = [
+const MIGRATION_FILES: [&str; 7] = [
     include_str!("../src/migrations/0001_palace.sql"),
     include_str!("../src/migrations/0002_coordination.sql"),
     include_str!("../src/migrations/0003_pipeline_counts.sql"),
     include_str!("../src/migrations/0004_archive.sql"),
     include_str!("../src/migrations/0005_entity_aliases_centroids.sql"),
     include_str!("../src/migrations/0006_tenancy.sql"),
+    include_str!("../src/migrations/0007_vectors_in_row.sql"),
 ];
 
 /// A palace of every earlier schema version — built by the migrations up to
