@@ -59,6 +59,17 @@ pub trait Embedder: Send + Sync {
             .pop()
             .ok_or_else(|| EmbedError::Inference("the provider returned no vector".to_string()))
     }
+
+    /// The end of `context` that can go before `text` in one input
+    /// ([`crate::exchange::in_context`]) without pushing any of `text` out
+    /// of what the model reads: a model that reads a fixed number of tokens
+    /// from the start drops the rest, and a long context would leave a
+    /// drawer's own text out of its vector. The default keeps all of it,
+    /// for models that read far more than a drawer and its context.
+    fn context_that_fits<'a>(&self, context: &'a str, text: &str) -> &'a str {
+        let _ = text;
+        context
+    }
 }
 
 impl<E: Embedder + ?Sized> Embedder for std::sync::Arc<E> {
@@ -80,6 +91,10 @@ impl<E: Embedder + ?Sized> Embedder for std::sync::Arc<E> {
 
     fn embed_one(&self, text: &str) -> EmbedResult<Vec<f32>> {
         (**self).embed_one(text)
+    }
+
+    fn context_that_fits<'a>(&self, context: &'a str, text: &str) -> &'a str {
+        (**self).context_that_fits(context, text)
     }
 }
 

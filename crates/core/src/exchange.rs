@@ -36,7 +36,9 @@ pub const PRECEDED_BY: &str = "preceded_by";
 /// text before it, then its own. A reply ("Yes, since last May") is then
 /// found by what it answers; measured on the LoCoMo dev split, embedding
 /// the previous exchange with each exchange lifts turn recall@5 from 0.737
-/// to 0.788 (BENCHMARKS.md, "Retrieval levers measured offline").
+/// to 0.788 (BENCHMARKS.md, "Retrieval levers measured offline"). The
+/// engine passes only the end of the preceding text that fits the model's
+/// window beside the drawer's own ([`crate::embedder::Embedder::context_that_fits`]).
 pub fn in_context(preceding: &str, text: &str) -> String {
     format!("{}\n{}", preceding.trim_end(), text)
 }

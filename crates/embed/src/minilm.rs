@@ -139,6 +139,30 @@ impl Embedder for MiniLm {
     fn embed_batch(&self, texts: &[&str]) -> EmbedResult<Vec<Vec<f32>>> {
         Ok(embed(&self.bert, &self.tokenizer, texts, self.max_tokens))
     }
+
+    fn context_that_fits<'a>(&self, context: &'a str, text: &str) -> &'a str {
+        context_that_fits(&self.tokenizer, self.max_tokens, context, text)
+    }
+}
+
+/// The end of `context` that fits before `text` in `max_tokens` tokens
+/// (with the two that open and close every input): whole words, from the
+/// last back, while their tokens fit. The tokenizer splits at white space
+/// before anything else, so a word has the same tokens alone as in the
+/// whole input.
+pub(crate) fn context_that_fits<'a>(tokenizer: &WordPiece, max_tokens: usize, context: &'a str, text: &str) -> &'a str {
+    let mut room = max_tokens.saturating_sub(tokenizer.encode(text, max_tokens).len() + 2);
+    let mut start = context.len();
+    for word in context.split_whitespace().rev() {
+        let tokens = tokenizer.encode(word, room + 1).len();
+        if tokens > room {
+            break;
+        }
+        room -= tokens;
+        // The word is a slice of the context: its offset there.
+        start = word.as_ptr() as usize - context.as_ptr() as usize;
+    }
+    &context[start..]
 }
 
 /// Loads a sentence-transformers encoder of `model_type` ("bert" or

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use crate::bert::Bert;
 use crate::files::{MPNET, MPNET_ID};
-use crate::minilm::{Precision, embed, load_encoder, tokenize};
+use crate::minilm::{Precision, context_that_fits, embed, load_encoder, tokenize};
 use crate::wordpiece::WordPiece;
 use crate::{EmbedResult, Embedder};
 
@@ -67,5 +67,9 @@ impl Embedder for Mpnet {
 
     fn embed_batch(&self, texts: &[&str]) -> EmbedResult<Vec<Vec<f32>>> {
         Ok(embed(&self.bert, &self.tokenizer, texts, self.max_tokens))
+    }
+
+    fn context_that_fits<'a>(&self, context: &'a str, text: &str) -> &'a str {
+        context_that_fits(&self.tokenizer, self.max_tokens, context, text)
     }
 }

@@ -66,6 +66,10 @@ impl<E: Embedder> Embedder for Resilient<E> {
         self.cooldown_remaining().is_none() && self.inner.available()
     }
 
+    fn context_that_fits<'a>(&self, context: &'a str, text: &str) -> &'a str {
+        self.inner.context_that_fits(context, text)
+    }
+
     fn embed_batch(&self, texts: &[&str]) -> EmbedResult<Vec<Vec<f32>>> {
         if let Some(left) = self.cooldown_remaining() {
             return Err(EmbedError::CoolingDown { remaining_s: left.as_secs().max(1) });

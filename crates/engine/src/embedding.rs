@@ -146,7 +146,11 @@ impl Palace {
         Ok(drawers
             .iter()
             .map(|drawer| match before(drawer).and_then(|id| found.get(&id)) {
-                Some(previous) => in_context(previous.content.as_str(), drawer.content.as_str()),
+                Some(previous) => {
+                    let (context, text) = (previous.content.as_str(), drawer.content.as_str());
+                    let context = self.embedder().map_or(context, |embedder| embedder.context_that_fits(context, text));
+                    in_context(context, text)
+                }
                 None => drawer.content.as_str().to_string(),
             })
             .collect())

@@ -403,7 +403,11 @@ impl Palace {
                 Some(Ok(previous)) => {
                     let id = mempalace_core::id::drawer_id(&request.wing, &request.room, &previous);
                     drawer.context.insert(PRECEDED_BY.into(), Value::from(id.as_str()));
-                    Some(in_context(previous.as_str(), drawer.content.as_str()))
+                    let context = match self.embedder() {
+                        Some(embedder) => embedder.context_that_fits(previous.as_str(), drawer.content.as_str()),
+                        None => previous.as_str(),
+                    };
+                    Some(in_context(context, drawer.content.as_str()))
                 }
                 // A preceding text no drawer could hold is not context.
                 _ => {

@@ -179,6 +179,47 @@ fn paraphrase_accuracy(embedder: &dyn Embedder) -> f64 {
 }
 
 /// The int8 path stays within cosine 0.99 of the f32 vectors (issue 3).
+/// A context goes before a text only as far as the model reads both: the
+/// text's tokens are all read, and as many whole words of the context's end
+/// as fit the 256-token window beside them.
+#[test]
+fn a_context_never_pushes_the_text_out_of_the_window() {
+    use mempalace_core::exchange::in_context;
+    let model = minilm();
+    // Untruncated, with the two tokens around every input.
+    let count = |text: &str| model.tokenizer().encode(text, usize::MAX).len() + 2;
+    let tokens = |text: &str| model.tokenize(&[text])[0].clone();
+    // Short: all of it.
+    let (context, text) = ("Ann: Where are we going?\nBob: Lisbon, in May.", "Ann: Which week?\nBob: The second.");
+    assert_eq!(model.context_that_fits(context, text), context);
+    // Long: a suffix, from a word, which fills the window and no more.
+    let context = format!(
+        "Ann: {}\nBob: so we will leave on the ninth of May",
+        "the retry storm filled the queue faster than consumers could drain it; ".repeat(20)
+    );
+    let text = format!("Ann: {}\nBob: agreed, pin the workers.", "partition leases jitter alerts ".repeat(30));
+    let kept = model.context_that_fits(&context, &text);
+    assert!(context.ends_with(kept) && kept.len() < context.len() && !kept.is_empty(), "{kept:?}");
+    assert!(kept.ends_with("the ninth of May"), "{kept:?}");
+    let boundary = context.len() - kept.len();
+    assert!(context[..boundary].ends_with(char::is_whitespace), "cut inside a word: {kept:?}");
+    let read = tokens(&in_context(kept, &text));
+    let text_tokens = tokens(&text);
+    assert!(count(&in_context(kept, &text)) <= 256, "{}", read.len());
+    assert_eq!(read[read.len() - text_tokens.len() + 1..], text_tokens[1..], "every token of the text is read");
+    let before = context[..boundary].trim_end();
+    let longer = &context[before.rfind(' ').map_or(0, |space| space + 1)..];
+    assert!(count(&in_context(longer, &text)) > 256, "one more word would have fit: {longer:?}");
+    // Before, the context came whole and the window cut the text.
+    assert!(count(&in_context(&context, &text)) > 256);
+    // A text that fills the window alone leaves no room.
+    let long_text = "word ".repeat(400);
+    assert_eq!(model.context_that_fits(&context, &long_text), "");
+    // MPNet reads 384 tokens, so it keeps more of the same context.
+    let mpnet_kept = mpnet().context_that_fits(&context, &text);
+    assert!(mpnet_kept.len() > kept.len() && mpnet_kept.ends_with(kept), "{mpnet_kept:?}");
+}
+
 #[test]
 fn int8_minilm_stays_close_to_f32() {
     let texts: Vec<&str> = PARAPHRASES.iter().flat_map(|(a, b)| [*a, *b]).collect();
