@@ -141,17 +141,18 @@ impl Embedder for MiniLm {
     }
 
     fn context_that_fits<'a>(&self, context: &'a str, text: &str) -> &'a str {
-        context_that_fits(&self.tokenizer, self.max_tokens, context, text)
+        // The input opens and closes with a special token.
+        context_that_fits(&self.tokenizer, self.max_tokens.saturating_sub(2), context, text)
     }
 }
 
-/// The end of `context` that fits before `text` in `max_tokens` tokens
-/// (with the two that open and close every input): whole words, from the
-/// last back, while their tokens fit. The tokenizer splits at white space
+/// The end of `context` that fits before `text` in `window` tokens (a
+/// model's input less its special tokens): whole words, from the last
+/// back, while their tokens fit. The tokenizer splits at white space
 /// before anything else, so a word has the same tokens alone as in the
 /// whole input.
-pub(crate) fn context_that_fits<'a>(tokenizer: &WordPiece, max_tokens: usize, context: &'a str, text: &str) -> &'a str {
-    let mut room = max_tokens.saturating_sub(tokenizer.encode(text, max_tokens).len() + 2);
+pub(crate) fn context_that_fits<'a>(tokenizer: &WordPiece, window: usize, context: &'a str, text: &str) -> &'a str {
+    let mut room = window.saturating_sub(tokenizer.encode(text, window).len());
     let mut start = context.len();
     for word in context.split_whitespace().rev() {
         let tokens = tokenizer.encode(word, room + 1).len();

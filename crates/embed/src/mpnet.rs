@@ -70,6 +70,7 @@ impl Embedder for Mpnet {
     }
 
     fn context_that_fits<'a>(&self, context: &'a str, text: &str) -> &'a str {
-        context_that_fits(&self.tokenizer, self.max_tokens, context, text)
+        // The input opens and closes with a special token.
+        context_that_fits(&self.tokenizer, self.max_tokens.saturating_sub(2), context, text)
     }
 }

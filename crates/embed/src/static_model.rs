@@ -135,6 +135,10 @@ impl Embedder for StaticModel {
         }
         Ok(texts.par_iter().map(|text| self.embed_ids(&self.tokenizer.encode(text, MAX_TOKENS))).collect())
     }
+
+    fn context_that_fits<'a>(&self, context: &'a str, text: &str) -> &'a str {
+        crate::minilm::context_that_fits(&self.tokenizer, MAX_TOKENS, context, text)
+    }
 }
 
 /// SIF weight of the token at Zipf rank `rank` (0-based) in a vocabulary of `n`.

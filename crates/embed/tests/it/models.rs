@@ -215,9 +215,13 @@ fn a_context_never_pushes_the_text_out_of_the_window() {
     // A text that fills the window alone leaves no room.
     let long_text = "word ".repeat(400);
     assert_eq!(model.context_that_fits(&context, &long_text), "");
-    // MPNet reads 384 tokens, so it keeps more of the same context.
+    // MPNet reads 384 tokens and the static model 512 (no special tokens),
+    // so they keep more of the same context, and whole contexts that fit.
     let mpnet_kept = mpnet().context_that_fits(&context, &text);
     assert!(mpnet_kept.len() > kept.len() && mpnet_kept.ends_with(kept), "{mpnet_kept:?}");
+    let static_kept = static_model().context_that_fits(&context, &long_text);
+    assert!(!static_kept.is_empty() && context.ends_with(static_kept), "{static_kept:?}");
+    assert_eq!(static_model().context_that_fits(&context, &text), context);
 }
 
 #[test]
