@@ -81,7 +81,6 @@ pub(crate) fn fill_store(store: &dyn StoreWrite, n: u64, model: &str, dim: usize
 }
 
 /// The filter of the `i`-th search of a scope.
-/// The filter of search `i` in a scope.
 pub(crate) type Scope = fn(usize) -> DrawerFilter;
 
 /// The whole palace, one wing (1/20 of the drawers `fill_store` files)
@@ -99,8 +98,7 @@ pub(crate) fn time_searches(palace: &Palace, runs: usize) -> Result<(Value, Vec<
     let first_ms = first.elapsed().as_secs_f64() * 1e3;
     // Whole-palace, one-wing and one-room searches, interleaved query by
     // query (the first of the three rotates), so noise falls on all alike.
-    let scopes = SCOPES;
-    let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(runs); scopes.len()];
+    let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(runs); SCOPES.len()];
     let mut vector_stage = Vec::with_capacity(runs);
     let mut vector_scan = Vec::with_capacity(runs);
     // The other stages of a whole-palace search, each timed alone after
@@ -109,17 +107,17 @@ pub(crate) fn time_searches(palace: &Palace, runs: usize) -> Result<(Value, Vec<
     let mut fetch_stage = Vec::with_capacity(runs);
     let mut access_stage = Vec::with_capacity(runs);
     for i in 0..runs {
-        for turn in 0..scopes.len() {
-            let scope = (i + turn) % scopes.len();
+        for turn in 0..SCOPES.len() {
+            let scope = (i + turn) % SCOPES.len();
             let started = Instant::now();
             let outcome = palace.search(&SearchRequest {
                 query: QUERIES[i % QUERIES.len()].into(),
                 limit: mempalace_core::layers::ResultLimit::constant(10),
-                filter: (scopes[scope].1)(i),
+                filter: (SCOPES[scope].1)(i),
                 ..Default::default()
             })?;
             samples[scope].push(started.elapsed().as_secs_f64() * 1e3);
-            anyhow::ensure!(!outcome.hits.is_empty(), "a benchmark query found nothing ({})", scopes[scope].0);
+            anyhow::ensure!(!outcome.hits.is_empty(), "a benchmark query found nothing ({})", SCOPES[scope].0);
             if scope == 0 {
                 // The vector stage alone, with the query vector of that search.
                 let (model, query) = outcome.query_vector.clone().expect("a hybrid search has a query vector");
@@ -155,7 +153,7 @@ pub(crate) fn time_searches(palace: &Palace, runs: usize) -> Result<(Value, Vec<
     summary["lexical_stage"] = summarize(&lexical_stage);
     summary["fetch_stage"] = summarize(&fetch_stage);
     summary["access_tracking"] = summarize(&access_stage);
-    for (scope, scope_samples) in scopes.iter().zip(&samples).skip(1) {
+    for (scope, scope_samples) in SCOPES.iter().zip(&samples).skip(1) {
         let scoped = summarize(scope_samples);
         summary[format!("{}_p50_ratio_to_whole", scope.0)] =
             json!(scoped["p50_ms"].as_f64().unwrap_or(f64::NAN) / summary["p50_ms"].as_f64().unwrap_or(f64::NAN));

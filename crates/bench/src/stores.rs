@@ -71,24 +71,23 @@ pub fn run(
             ("sqlite", Palace::new(sqlite, WorkspaceId::default_workspace()).with_embedder(Arc::clone(&minilm))),
             ("postgres", Palace::new(postgres, WorkspaceId::default_workspace()).with_embedder(Arc::clone(&minilm))),
         ];
-        // Whole-palace, one-wing and one-room searches, interleaved query
-        // by query and store by store, so each store's restricted-to-whole
-        // ratio is measured in one loop.
-        let scenarios = SCOPES;
         let mut summary = json!({"drawers": size, "runs": runs,
             "fill_seconds": {"sqlite": sqlite_fill, "postgres": postgres_fill}});
         let mut samples = json!({});
         // Warm-up: the SQLite process loads its vector index, PostgreSQL its caches.
         let mut first = json!({});
-        for (scenario, filter) in &scenarios {
+        for (scenario, filter) in &SCOPES {
             for (name, palace) in &palaces {
                 first[*scenario][*name] = json!(search(palace, QUERIES[0], &filter(0))?);
             }
         }
-        let mut times = vec![[Vec::with_capacity(runs), Vec::with_capacity(runs)]; scenarios.len()];
+        // Whole-palace, one-wing and one-room searches, interleaved query
+        // by query and store by store, so each store's restricted-to-whole
+        // ratio is measured in one loop.
+        let mut times = vec![[Vec::with_capacity(runs), Vec::with_capacity(runs)]; SCOPES.len()];
         for i in 0..runs {
             let query = QUERIES[i % QUERIES.len()];
-            for (s, (_, filter)) in scenarios.iter().enumerate() {
+            for (s, (_, filter)) in SCOPES.iter().enumerate() {
                 // Alternate which store goes first.
                 for k in 0..2 {
                     let which = (i + k) % 2;
@@ -97,7 +96,7 @@ pub fn run(
             }
         }
         let p50 = |values: &[f64]| summarize(values)["p50_ms"].as_f64().unwrap_or(f64::NAN);
-        for (s, (scenario, _)) in scenarios.iter().enumerate() {
+        for (s, (scenario, _)) in SCOPES.iter().enumerate() {
             let (sqlite, postgres) = (summarize(&times[s][0]), summarize(&times[s][1]));
             let ratio = p50(&times[s][1]) / p50(&times[s][0]);
             let mut entry = json!({"sqlite": sqlite, "postgres": postgres,

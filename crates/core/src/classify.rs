@@ -16,7 +16,6 @@
 //! by default, so every drawer waits for the cold path).
 
 use std::borrow::Cow;
-use std::cmp::Ordering;
 use std::sync::OnceLock;
 
 use regex_automata::nfa::thompson::WhichCaptures;
@@ -134,10 +133,11 @@ struct Ascii<'a>(Cow<'a, str>);
 /// literal only as one of its simple case folds (the Kelvin sign is a `k`,
 /// the long s an `s`); otherwise it matches `.` and exactly those of `\d`,
 /// `\w` and `\s` its Unicode classes say, and nothing else. So it is
-/// replaced by its ASCII fold, or by [`StandIns::DIGIT`], [`StandIns::WORD`],
-/// [`StandIns::SPACE`] or [`StandIns::OTHER`], which match the same: no
-/// pattern names one of them (a test walks every pattern to check). Word boundaries fall where they
-/// fell, and as one character stands for one, `.{0,40}` counts the same.
+/// replaced by its ASCII fold, or by [`StandIns::DIGIT`],
+/// [`StandIns::WORD`], [`StandIns::SPACE`] or [`StandIns::OTHER`], which
+/// match the same: no pattern names one of them (a test walks every
+/// pattern to check). Word boundaries fall where they fell, and as one
+/// character stands for one, `.{0,40}` counts the same.
 /// The classes are regex's own tables, read through regex-syntax.
 struct StandIns {
     /// Non-ASCII characters and the ASCII letter they fold to, sorted.
@@ -158,18 +158,10 @@ fn unicode_class(pattern: &str) -> Vec<(char, char)> {
     }
 }
 
+/// Whether `c` is in one of the sorted, disjoint `ranges`.
 fn within(ranges: &[(char, char)], c: char) -> bool {
-    ranges
-        .binary_search_by(|&(start, end)| {
-            if end < c {
-                Ordering::Less
-            } else if start > c {
-                Ordering::Greater
-            } else {
-                Ordering::Equal
-            }
-        })
-        .is_ok()
+    let next = ranges.partition_point(|&(_, end)| end < c);
+    ranges.get(next).is_some_and(|&(start, _)| start <= c)
 }
 
 impl StandIns {

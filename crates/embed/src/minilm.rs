@@ -142,28 +142,8 @@ impl Embedder for MiniLm {
 
     fn context_that_fits<'a>(&self, context: &'a str, text: &str) -> &'a str {
         // The input opens and closes with a special token.
-        context_that_fits(&self.tokenizer, self.max_tokens.saturating_sub(2), context, text)
+        self.tokenizer.context_that_fits(self.max_tokens.saturating_sub(2), context, text)
     }
-}
-
-/// The end of `context` that fits before `text` in `window` tokens (a
-/// model's input less its special tokens): whole words, from the last
-/// back, while their tokens fit. The tokenizer splits at white space
-/// before anything else, so a word has the same tokens alone as in the
-/// whole input.
-pub(crate) fn context_that_fits<'a>(tokenizer: &WordPiece, window: usize, context: &'a str, text: &str) -> &'a str {
-    let mut room = window.saturating_sub(tokenizer.encode(text, window).len());
-    let mut start = context.len();
-    for word in context.split_whitespace().rev() {
-        let tokens = tokenizer.encode(word, room + 1).len();
-        if tokens > room {
-            break;
-        }
-        room -= tokens;
-        // The word is a slice of the context: its offset there.
-        start = word.as_ptr() as usize - context.as_ptr() as usize;
-    }
-    &context[start..]
 }
 
 /// Loads a sentence-transformers encoder of `model_type` ("bert" or

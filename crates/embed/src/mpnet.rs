@@ -13,7 +13,7 @@ use std::path::Path;
 
 use crate::bert::Bert;
 use crate::files::{MPNET, MPNET_ID};
-use crate::minilm::{Precision, context_that_fits, embed, load_encoder, tokenize};
+use crate::minilm::{Precision, embed, load_encoder, tokenize};
 use crate::wordpiece::WordPiece;
 use crate::{EmbedResult, Embedder};
 
@@ -71,6 +71,6 @@ impl Embedder for Mpnet {
 
     fn context_that_fits<'a>(&self, context: &'a str, text: &str) -> &'a str {
         // The input opens and closes with a special token.
-        context_that_fits(&self.tokenizer, self.max_tokens.saturating_sub(2), context, text)
+        self.tokenizer.context_that_fits(self.max_tokens.saturating_sub(2), context, text)
     }
 }

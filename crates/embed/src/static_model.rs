@@ -137,7 +137,7 @@ impl Embedder for StaticModel {
     }
 
     fn context_that_fits<'a>(&self, context: &'a str, text: &str) -> &'a str {
-        crate::minilm::context_that_fits(&self.tokenizer, MAX_TOKENS, context, text)
+        self.tokenizer.context_that_fits(MAX_TOKENS, context, text)
     }
 }
 

@@ -352,6 +352,26 @@ impl WordPiece {
         self.starts.len() + self.continuations.len()
     }
 
+    /// The end of `context` that fits before `text` in `window` tokens (a
+    /// model's input less its special tokens): whole words, from the last
+    /// back, while their tokens fit. Text is split at white space before
+    /// anything else, so a word has the same tokens alone as in the whole
+    /// input.
+    pub fn context_that_fits<'a>(&self, window: usize, context: &'a str, text: &str) -> &'a str {
+        let mut room = window.saturating_sub(self.encode(text, window).len());
+        let mut start = context.len();
+        for word in context.split_whitespace().rev() {
+            let tokens = self.encode(word, room + 1).len();
+            if tokens > room {
+                break;
+            }
+            room -= tokens;
+            // The word is a slice of the context: its offset there.
+            start = word.as_ptr() as usize - context.as_ptr() as usize;
+        }
+        &context[start..]
+    }
+
     /// Token ids of `text` without special tokens, at most `max` of them.
     /// An added token the text spells out (`[SEP]`, `<s>` …) is its id, as
     /// Hugging Face's tokenizer has it; the text around it is tokenized

@@ -130,6 +130,14 @@ impl Palace {
         Ok(EmbeddedTexts { vectors, model: Some(model), computed, cached, degraded })
     }
 
+    /// The text a drawer's vector is made from when `preceding` is its
+    /// context: as much of the context's end as the embedder reads beside
+    /// the whole of `text` ([`Embedder::context_that_fits`]), then `text`.
+    pub(crate) fn text_in_context(&self, preceding: &str, text: &str) -> String {
+        let context = self.embedder().map_or(preceding, |embedder| embedder.context_that_fits(preceding, text));
+        in_context(context, text)
+    }
+
     /// The text each drawer's vector is made from: its content, after the
     /// content of the drawer it names as preceding it, when that drawer
     /// still exists.
@@ -146,11 +154,7 @@ impl Palace {
         Ok(drawers
             .iter()
             .map(|drawer| match before(drawer).and_then(|id| found.get(&id)) {
-                Some(previous) => {
-                    let (context, text) = (previous.content.as_str(), drawer.content.as_str());
-                    let context = self.embedder().map_or(context, |embedder| embedder.context_that_fits(context, text));
-                    in_context(context, text)
-                }
+                Some(previous) => self.text_in_context(previous.content.as_str(), drawer.content.as_str()),
                 None => drawer.content.as_str().to_string(),
             })
             .collect())

@@ -18,7 +18,7 @@ use std::sync::mpsc::SyncSender;
 use mempalace_core::chunk::chunk_text;
 use mempalace_core::classify::{TierGates, classify, is_noise, pick_tier};
 use mempalace_core::dedup::{Verdict, judge};
-use mempalace_core::exchange::{PRECEDED_BY, in_context};
+use mempalace_core::exchange::PRECEDED_BY;
 use mempalace_core::extract::KnownNames;
 use mempalace_core::{
     Confidence, Content, Drawer, DrawerId, DrawerState, DrawerTag, Embedding, Hall, Importance, MemoryType,
@@ -403,11 +403,7 @@ impl Palace {
                 Some(Ok(previous)) => {
                     let id = mempalace_core::id::drawer_id(&request.wing, &request.room, &previous);
                     drawer.context.insert(PRECEDED_BY.into(), Value::from(id.as_str()));
-                    let context = match self.embedder() {
-                        Some(embedder) => embedder.context_that_fits(previous.as_str(), drawer.content.as_str()),
-                        None => previous.as_str(),
-                    };
-                    Some(in_context(context, drawer.content.as_str()))
+                    Some(self.text_in_context(previous.as_str(), drawer.content.as_str()))
                 }
                 // A preceding text no drawer could hold is not context.
                 _ => {
