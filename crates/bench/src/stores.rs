@@ -7,6 +7,9 @@
 //! with random unit vectors tagged with MiniLM's id (the query is embedded
 //! for real). PostgreSQL gets a schema of its own in the given database,
 //! dropped at the end (kept, for a look with psql, with `--keep-schema`).
+//! A third palace opens the same schema with
+//! `max_parallel_workers_per_gather = 0` in the URL: PostgreSQL without the
+//! parallel workers its restricted searches may use, timed in the same loop.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -59,6 +62,7 @@ pub fn run(
             SqliteOptions { create: true, ..SqliteOptions::default() },
         )?);
         let postgres = Arc::new(PgStore::open(&schema.url, PgOptions::default())?);
+        let serial_url = format!("{}%20-cmax_parallel_workers_per_gather%3D0", schema.url);
         let started = Instant::now();
         fill_store(sqlite.as_ref(), size, minilm.model_id(), minilm.dim())?;
         let sqlite_fill = started.elapsed().as_secs_f64();
@@ -67,10 +71,11 @@ pub fn run(
         let postgres_fill = started.elapsed().as_secs_f64();
         schema.execute(&format!("VACUUM ANALYZE {}.drawers", schema.name));
 
-        let palaces = [
-            ("sqlite", Palace::new(sqlite, WorkspaceId::default_workspace()).with_embedder(Arc::clone(&minilm))),
-            ("postgres", Palace::new(postgres, WorkspaceId::default_workspace()).with_embedder(Arc::clone(&minilm))),
-        ];
+        let serial = Arc::new(PgStore::open(&serial_url, PgOptions::default())?);
+        let palace = |store: Arc<dyn mempalace_store::Store>| {
+            Palace::new(store, WorkspaceId::default_workspace()).with_embedder(Arc::clone(&minilm))
+        };
+        let palaces = [("sqlite", palace(sqlite)), ("postgres", palace(postgres)), ("postgres_serial", palace(serial))];
         let mut summary = json!({"drawers": size, "runs": runs,
             "fill_seconds": {"sqlite": sqlite_fill, "postgres": postgres_fill}});
         let mut samples = json!({});
@@ -84,31 +89,32 @@ pub fn run(
         // Whole-palace, one-wing and one-room searches, interleaved query
         // by query and store by store, so each store's restricted-to-whole
         // ratio is measured in one loop.
-        let mut times = vec![[Vec::with_capacity(runs), Vec::with_capacity(runs)]; SCOPES.len()];
+        let mut times = vec![vec![Vec::with_capacity(runs); palaces.len()]; SCOPES.len()];
         for i in 0..runs {
             let query = QUERIES[i % QUERIES.len()];
             for (s, (_, filter)) in SCOPES.iter().enumerate() {
-                // Alternate which store goes first.
-                for k in 0..2 {
-                    let which = (i + k) % 2;
+                // Rotate which store goes first.
+                for k in 0..palaces.len() {
+                    let which = (i + k) % palaces.len();
                     times[s][which].push(search(&palaces[which].1, query, &filter(i))?);
                 }
             }
         }
         let p50 = |values: &[f64]| summarize(values)["p50_ms"].as_f64().unwrap_or(f64::NAN);
         for (s, (scenario, _)) in SCOPES.iter().enumerate() {
-            let (sqlite, postgres) = (summarize(&times[s][0]), summarize(&times[s][1]));
-            let ratio = p50(&times[s][1]) / p50(&times[s][0]);
-            let mut entry = json!({"sqlite": sqlite, "postgres": postgres,
-                "first_search_ms": first[*scenario], "p50_ratio_postgres_to_sqlite": ratio});
+            let mut entry = json!({"first_search_ms": first[*scenario],
+                "p50_ratio_postgres_to_sqlite": p50(&times[s][1]) / p50(&times[s][0]),
+                "p50_ratio_postgres_to_postgres_serial": p50(&times[s][1]) / p50(&times[s][2])});
+            let mut to_whole = json!({});
+            for (which, (name, _)) in palaces.iter().enumerate() {
+                entry[*name] = summarize(&times[s][which]);
+                samples[format!("search_{scenario}")][*name] = json!(times[s][which]);
+                to_whole[*name] = json!(p50(&times[s][which]) / p50(&times[0][which]));
+            }
             if s > 0 {
-                entry["p50_ratio_to_whole"] = json!({
-                    "sqlite": p50(&times[s][0]) / p50(&times[0][0]),
-                    "postgres": p50(&times[s][1]) / p50(&times[0][1]),
-                });
+                entry["p50_ratio_to_whole"] = to_whole;
             }
             summary[format!("search_{scenario}")] = entry;
-            samples[format!("search_{scenario}")] = json!({"sqlite": times[s][0], "postgres": times[s][1]});
         }
         Ok((summary, samples))
     })();
