@@ -70,9 +70,17 @@ impl EmbedderCell {
         cell
     }
 
-    /// The embedder, waiting for the load to finish.
+    /// The embedder, waiting for the load to finish. A wait is logged
+    /// (debug, with its length): in a one-text process's timeline it
+    /// tells whether loading the model was on the critical path.
     pub fn get(&self) -> Option<&Arc<dyn Embedder>> {
-        self.0.wait().as_ref()
+        if let Some(embedder) = self.0.get() {
+            return embedder.as_ref();
+        }
+        let started = std::time::Instant::now();
+        let embedder = self.0.wait().as_ref();
+        tracing::debug!(ms = started.elapsed().as_secs_f64() * 1e3, "waited for the embedding provider");
+        embedder
     }
 
     /// Whether the load has finished (successfully or not).
