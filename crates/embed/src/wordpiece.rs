@@ -87,17 +87,22 @@ impl Pieces {
         &self.text[start..self.entries[entry].0 as usize]
     }
 
-    /// The slot holding `piece`, or the empty slot where it would go.
-    fn slot(&self, piece: &str) -> usize {
-        let mask = self.slots.len() - 1;
-        let mut slot = Self::home(piece, self.slots.len());
+    /// The slot of `slots` holding `piece`, or the empty slot where it
+    /// would go.
+    fn slot_in(&self, slots: &[u32], piece: &str) -> usize {
+        let mask = slots.len() - 1;
+        let mut slot = Self::home(piece, slots.len());
         loop {
-            match self.slots[slot] {
+            match slots[slot] {
                 0 => return slot,
                 n if self.piece(n as usize - 1) == piece => return slot,
                 _ => slot = (slot + 1) & mask,
             }
         }
+    }
+
+    fn slot(&self, piece: &str) -> usize {
+        self.slot_in(&self.slots, piece)
     }
 
     /// Sets the id of `piece` (a piece given twice keeps its last id).
@@ -119,12 +124,9 @@ impl Pieces {
 
     fn grow(&mut self) {
         let mut slots = vec![0; self.slots.len() * 2];
-        let mask = slots.len() - 1;
+        // The pieces are distinct: each finds an empty slot.
         for entry in 0..self.entries.len() {
-            let mut slot = Self::home(self.piece(entry), slots.len());
-            while slots[slot] != 0 {
-                slot = (slot + 1) & mask;
-            }
+            let slot = self.slot_in(&slots, self.piece(entry));
             slots[slot] = entry as u32 + 1;
         }
         self.slots = slots;

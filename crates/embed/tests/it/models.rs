@@ -178,7 +178,6 @@ fn paraphrase_accuracy(embedder: &dyn Embedder) -> f64 {
     correct as f64 / vectors.len() as f64
 }
 
-/// The int8 path stays within cosine 0.99 of the f32 vectors (issue 3).
 /// A context goes before a text only as far as the model reads both: the
 /// text's tokens are all read, and as many whole words of the context's end
 /// as fit the 256-token window beside them.
@@ -224,6 +223,7 @@ fn a_context_never_pushes_the_text_out_of_the_window() {
     assert_eq!(static_model().context_that_fits(&context, &text), context);
 }
 
+/// The int8 path stays within cosine 0.99 of the f32 vectors (issue 3).
 #[test]
 fn int8_minilm_stays_close_to_f32() {
     let texts: Vec<&str> = PARAPHRASES.iter().flat_map(|(a, b)| [*a, *b]).collect();
