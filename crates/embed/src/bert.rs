@@ -361,8 +361,11 @@ impl Bert {
                 })
             })
             .collect::<EmbedResult<Vec<Layer>>>()?;
+        // One row per token, anywhere in the table.
+        let word_embeddings = embeddings.floats(&[config.vocab_size, hidden], "word_embeddings.weight")?;
+        word_embeddings.expect_scattered_reads();
         Ok(Self {
-            word_embeddings: embeddings.floats(&[config.vocab_size, hidden], "word_embeddings.weight")?,
+            word_embeddings,
             position_embeddings: embeddings
                 .floats(&[config.max_position_embeddings, hidden], "position_embeddings.weight")?,
             position_offset,

@@ -117,6 +117,21 @@ impl<T: Element> Values<T> {
     pub fn is_in_place(&self) -> bool {
         matches!(self.0, Storage::InPlace { .. })
     }
+
+    /// Tells the kernel these values are read a few at a time, far apart
+    /// (a word-embedding table: one row per token): a page fault then
+    /// enters just its page, not the 16 around it nor a readahead window,
+    /// which is most of a first lookup's cost in a one-text process. Only
+    /// for values in place in a mapped file; a refused advice changes
+    /// nothing but speed, so it is not an error.
+    pub fn expect_scattered_reads(&self) {
+        if let Storage::InPlace { bytes, start, len } = &self.0
+            && let Bytes::Mapped(map) = &**bytes
+            && let Err(error) = map.advise_range(memmap2::Advice::Random, *start, *len * std::mem::size_of::<T>())
+        {
+            tracing::debug!(%error, "the kernel refused the advice on a weights mapping");
+        }
+    }
 }
 
 impl<T: Element> From<Vec<T>> for Values<T> {

@@ -61,17 +61,25 @@ struct Pieces {
     /// Per entry: where its text ends in `text` (it starts where the
     /// previous one ends), and its id.
     entries: Vec<(u32, u32)>,
-    /// Entry number + 1 at each piece's hash (linear probing), 0 where
-    /// empty; a power of two, at most half full.
+    /// The entry number at each piece's hash (linear probing), [`EMPTY`]
+    /// where none; a power of two, at most half full.
     slots: Vec<u32>,
 }
+
+/// An empty slot of [`Pieces::slots`]. Not zero: a table of zeros comes
+/// from the allocator as untouched zero pages, and every first write to
+/// one of them after a read (each probe reads first) is a copy-on-write
+/// fault with a TLB flush on every core the process runs on — 64 of them
+/// for MiniLM's table, 2–3 ms of a loading thread on a 2-core VM. Filled
+/// with this, the table's pages are written before they are read.
+const EMPTY: u32 = u32::MAX;
 
 impl Pieces {
     fn with_capacity(pieces: usize, bytes: usize) -> Self {
         Self {
             text: String::with_capacity(bytes),
             entries: Vec::with_capacity(pieces),
-            slots: vec![0; (pieces * 2).next_power_of_two().max(16)],
+            slots: vec![EMPTY; (pieces * 2).next_power_of_two().max(16)],
         }
     }
 
@@ -94,8 +102,8 @@ impl Pieces {
         let mut slot = Self::home(piece, slots.len());
         loop {
             match slots[slot] {
-                0 => return slot,
-                n if self.piece(n as usize - 1) == piece => return slot,
+                EMPTY => return slot,
+                n if self.piece(n as usize) == piece => return slot,
                 _ => slot = (slot + 1) & mask,
             }
         }
@@ -112,30 +120,32 @@ impl Pieces {
         }
         let slot = self.slot(piece);
         match self.slots[slot] {
-            0 => {
+            EMPTY => {
                 self.text.push_str(piece);
                 let end = u32::try_from(self.text.len()).expect("a vocabulary under 4 GiB");
+                let entry =
+                    u32::try_from(self.entries.len()).ok().filter(|&n| n != EMPTY).expect("under 4 billion pieces");
                 self.entries.push((end, id));
-                self.slots[slot] = u32::try_from(self.entries.len()).expect("under 4 billion pieces");
+                self.slots[slot] = entry;
             }
-            n => self.entries[n as usize - 1].1 = id,
+            n => self.entries[n as usize].1 = id,
         }
     }
 
     fn grow(&mut self) {
-        let mut slots = vec![0; self.slots.len() * 2];
+        let mut slots = vec![EMPTY; self.slots.len() * 2];
         // The pieces are distinct: each finds an empty slot.
         for entry in 0..self.entries.len() {
             let slot = self.slot_in(&slots, self.piece(entry));
-            slots[slot] = entry as u32 + 1;
+            slots[slot] = entry as u32;
         }
         self.slots = slots;
     }
 
     fn get(&self, piece: &str) -> Option<u32> {
         match self.slots[self.slot(piece)] {
-            0 => None,
-            n => Some(self.entries[n as usize - 1].1),
+            EMPTY => None,
+            n => Some(self.entries[n as usize].1),
         }
     }
 

@@ -111,8 +111,10 @@ impl Palace {
                 break;
             }
             let batch: Vec<&str> = chunk.iter().map(|hash| texts[pending[hash][0]]).collect();
+            let started = std::time::Instant::now();
             match embedder.embed_batch(&batch) {
                 Ok(results) => {
+                    tracing::debug!(texts = batch.len(), ms = started.elapsed().as_secs_f64() * 1e3, "embedded");
                     computed += batch.len();
                     for (hash, vector) in chunk.iter().zip(results) {
                         for &slot in &pending[hash] {
