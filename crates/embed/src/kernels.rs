@@ -635,6 +635,32 @@ mod tests {
         }
     }
 
+    /// Tokens are multiplied in as few blocks as cover them, as even as can
+    /// be; each block is packed input-major, rows in order.
+    #[test]
+    fn token_blocks_are_few_even_and_packed_input_major() {
+        for tokens in 0..=200 {
+            let heights = block_heights(tokens);
+            assert_eq!(heights.iter().sum::<usize>(), tokens, "{tokens} tokens");
+            assert_eq!(heights.len(), tokens.div_ceil(PANEL_TOKENS), "{tokens} tokens");
+            let (low, high) = (heights.iter().min().copied(), heights.iter().max().copied());
+            assert!(high.unwrap_or(0) <= PANEL_TOKENS, "{tokens}: {heights:?}");
+            assert!(high.unwrap_or(0) - low.unwrap_or(0) <= 1, "{tokens}: {heights:?}");
+        }
+        assert_eq!(block_heights(50), [10; 5]);
+        assert_eq!(block_heights(13), [7, 6]);
+        // 14 tokens of 3 inputs: blocks of 7; value k of row t at k·7 + t.
+        let (tokens, inputs) = (14, 3);
+        let x: Vec<f32> = (0..tokens * inputs).map(|i| i as f32).collect();
+        let packed = pack_token_blocks(&x, tokens, inputs);
+        for t in 0..tokens {
+            let (block, row) = (t / 7, t % 7);
+            for k in 0..inputs {
+                assert_eq!(packed[block * 7 * inputs + k * 7 + row], x[t * inputs + k], "row {t}, input {k}");
+            }
+        }
+    }
+
     /// The f16-panel multiply computes the product of the f16-rounded
     /// weights exactly as f32 arithmetic does, with the AVX-512 kernel and
     /// the portable loop, one thread and several: every block height (1 to
