@@ -443,18 +443,17 @@ fn matmul_f16_on(
     // by side, so the kernel's loads for a step come from one cache line
     // (read along the rows, twelve streams far apart made the multiply
     // 1.7× slower). Packed once; every panel reads them.
-    let blocks = pack_token_blocks(x, tokens, inputs);
+    let heights = block_heights(tokens);
+    let blocks = pack_token_blocks(x, inputs, &heights);
     // Sums by panel (`[panels, tokens, 16]`), so tasks write apart; then
     // moved into the rows of `out`.
     let mut by_panel = vec![0.0_f32; panels(outputs) * tokens * PANEL];
-    let heights = block_heights(tokens);
     let work = |(sums, panel): (&mut [f32], &[u16])| {
-        let (mut block_start, mut sums) = (0, sums);
+        let mut start = 0;
         for &height in &heights {
-            let block = &blocks[block_start * inputs..(block_start + height) * inputs];
-            let (block_sums, rest) = std::mem::take(&mut sums).split_at_mut(height * PANEL);
-            sums = rest;
-            block_start += height;
+            let block = &blocks[start * inputs..(start + height) * inputs];
+            let block_sums = &mut sums[start * PANEL..(start + height) * PANEL];
+            start += height;
             #[cfg(target_arch = "x86_64")]
             if avx512 {
                 // SAFETY: the caller chose AVX-512 only when the CPU has it
@@ -492,13 +491,13 @@ fn block_heights(tokens: usize) -> Vec<usize> {
     (0..blocks).map(|b| tokens / blocks + usize::from(b < tokens % blocks)).collect()
 }
 
-/// `x` (`[tokens, inputs]`) in the blocks of [`block_heights`], each
-/// input-major: value `k` of a block's row `t` at `k · height + t` from
-/// the block's start.
-fn pack_token_blocks(x: &[f32], tokens: usize, inputs: usize) -> Vec<f32> {
-    let mut packed = vec![0.0_f32; tokens * inputs];
+/// `x` (`[tokens, inputs]`) in blocks of `heights` rows ([`block_heights`]),
+/// each input-major: value `k` of a block's row `t` at `k · height + t`
+/// from the block's start.
+fn pack_token_blocks(x: &[f32], inputs: usize, heights: &[usize]) -> Vec<f32> {
+    let mut packed = vec![0.0_f32; x.len()];
     let mut start = 0;
-    for height in block_heights(tokens) {
+    for &height in heights {
         let block = &mut packed[start * inputs..(start + height) * inputs];
         for (t, row) in x[start * inputs..(start + height) * inputs].chunks_exact(inputs).enumerate() {
             for (k, &value) in row.iter().enumerate() {
@@ -576,7 +575,7 @@ fn panel_block_portable(x: &[f32], inputs: usize, panel: &[u16], sums: &mut [f32
     let rows = x.len() / inputs;
     let mut widened = [0.0_f32; PANEL];
     sums.fill(0.0);
-    for (weights, values) in panel.chunks_exact(PANEL).zip(x.chunks_exact(rows)).take(inputs) {
+    for (weights, values) in panel.chunks_exact(PANEL).zip(x.chunks_exact(rows)) {
         for (wide, &bits) in widened.iter_mut().zip(weights) {
             *wide = half::f16::from_bits(bits).to_f32();
         }
@@ -652,7 +651,7 @@ mod tests {
         // 14 tokens of 3 inputs: blocks of 7; value k of row t at k·7 + t.
         let (tokens, inputs) = (14, 3);
         let x: Vec<f32> = (0..tokens * inputs).map(|i| i as f32).collect();
-        let packed = pack_token_blocks(&x, tokens, inputs);
+        let packed = pack_token_blocks(&x, inputs, &block_heights(tokens));
         for t in 0..tokens {
             let (block, row) = (t / 7, t % 7);
             for k in 0..inputs {
