@@ -5,7 +5,7 @@
 //! only ever read here. Derived: the lexical entries and the lexical
 //! statistics, `room_counts`, `hall_counts` and `workspace_bytes`, entity
 //! mentions, the palace revision (never behind the rows), and the HNSW
-//! indexes.
+//! and place indexes of the vectors.
 
 use deadpool_postgres::Transaction;
 use mempalace_core::kg::entity_id;
@@ -152,11 +152,27 @@ pub(crate) async fn verify(tx: &Transaction<'_>) -> StoreResult<Vec<HealthCheck>
          AND indexname LIKE 'drawers_hnsw_%'",
     )
     .await?;
+    // Models whose vectors fit a place index's entry have one (schema 8).
+    let narrow = count(
+        tx,
+        &format!(
+            "SELECT count(*) FROM (SELECT embedding_model FROM drawers WHERE embedding IS NOT NULL \
+             GROUP BY embedding_model HAVING max(vector_dims(embedding)) <= {}) narrow",
+            crate::vectors::PLACE_INDEX_MAX_DIM
+        ),
+    )
+    .await?;
+    let placed = count(
+        tx,
+        "SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'drawers' \
+         AND indexname LIKE 'drawers_place_vec_%'",
+    )
+    .await?;
     checks.push(check(
         "vector_indexes",
-        indexed >= models,
+        indexed >= models && placed >= narrow,
         true,
-        format!("{models} embedding models, {indexed} HNSW indexes"),
+        format!("{models} embedding models, {indexed} HNSW indexes, {placed} place indexes ({narrow} needed)"),
     ));
     Ok(checks)
 }
@@ -204,7 +220,7 @@ pub(crate) async fn rebuild(tx: &Transaction<'_>) -> StoreResult<()> {
     for (workspace, entity, drawer) in &mentions {
         tx.execute(&insert, &[workspace, entity, drawer]).await.ctx("rebuilding mentions")?;
     }
-    // HNSW indexes of models that have vectors but no index.
+    // HNSW and place indexes of models that have vectors but no index.
     let models = tx
         .query(
             "SELECT embedding_model, min(vector_dims(embedding)) FROM drawers WHERE embedding IS NOT NULL \

@@ -12,7 +12,7 @@ use mempalace_store::{StoreError, StoreResult};
 use crate::error::Context;
 
 /// The highest schema version this build knows.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// Migrations, oldest first: (version reached, SQL).
 const MIGRATIONS: &[(u32, &str)] = &[
@@ -23,6 +23,7 @@ const MIGRATIONS: &[(u32, &str)] = &[
     (5, include_str!("migrations/0005_entity_aliases_centroids.sql")),
     (6, include_str!("migrations/0006_tenancy.sql")),
     (7, include_str!("migrations/0007_vectors_in_row.sql")),
+    (8, include_str!("migrations/0008_place_keys.sql")),
 ];
 
 /// The schema version of the connected schema (0 before the first migration).
