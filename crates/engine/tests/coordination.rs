@@ -140,8 +140,10 @@ fn a_waiter_wakes_when_another_handle_appends(backend: Backend) {
     let seen = palace.append_event(draft("task.request", "a", Some("b"))).expect("append");
     let other = second_handle(&fixture);
     let since = seen.event.id.clone();
+    // Timed from before the spawn: the appends come 600 ms after it,
+    // however late the thread starts.
+    let started = Instant::now();
     let waiter = std::thread::spawn(move || {
-        let started = Instant::now();
         let outcome = palace
             .wait_events(
                 EventQueryDraft { since_event_id: Some(since), to_agent: Some("a".into()), ..Default::default() },

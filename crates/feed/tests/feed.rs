@@ -542,10 +542,19 @@ fn opencode_sessions_are_read_while_opencode_writes() {
     assert_eq!(filing(&live).added, 3, "header and two exchanges: {live:?}");
 
     let db_for_writer = db.clone();
+    // Reads done so far: the writer waits for one every 16 commits, so at
+    // least five reads overlap the writes however the threads are scheduled.
+    let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let reads_seen = std::sync::Arc::clone(&reads);
     let writing = std::thread::spawn(move || {
         let conn = rusqlite::Connection::open(&db_for_writer).unwrap();
         conn.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
         for n in 2..80 {
+            if (n - 2) % 16 == 0 {
+                while reads_seen.load(std::sync::atomic::Ordering::SeqCst) < (n - 2) / 16 + 1 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            }
             conn.execute_batch("BEGIN IMMEDIATE").unwrap();
             opencode_exchange(&conn, "ses_live", n);
             conn.execute_batch("COMMIT").unwrap();
@@ -562,6 +571,7 @@ fn opencode_sessions_are_read_while_opencode_writes() {
             TranscriptOutcome::Mined { human_messages, .. } => seen.push(human_messages),
             other => panic!("{other:?}"),
         }
+        reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
     writing.join().unwrap();
     assert!(seen.len() >= 5, "reads overlapped the writes: {seen:?}");

@@ -262,6 +262,10 @@ fn serve(mut stream: TcpStream, shared: &Shared) {
         if path.ends_with("/api/chat") { Reply::ollama(r#"{"ok": true}"#) } else { Reply::openai(r#"{"ok": true}"#) }
     });
     std::thread::sleep(reply.delay);
+    // The request stops counting before its reply is written: once the
+    // client has the reply it may start another request, which must not
+    // find this one still counted.
+    shared.in_flight.fetch_sub(1, Ordering::SeqCst);
     let mut head = format!(
         "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
         reply.status,
@@ -274,5 +278,4 @@ fn serve(mut stream: TcpStream, shared: &Shared) {
     head.push_str("\r\n");
     let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(reply.body.as_bytes()));
     let _ = stream.flush();
-    shared.in_flight.fetch_sub(1, Ordering::SeqCst);
 }

@@ -31,9 +31,11 @@ fn palace(dir: &tempfile::TempDir) -> Palace {
     Palace::new(Arc::new(store), WorkspaceId::default_workspace())
 }
 
-fn slow_static_loader(delay: Duration) -> EmbedderLoader {
+/// A loader that waits until the test releases it (a message on `release`
+/// or its sender dropped), then loads the static model.
+fn gated_static_loader(release: std::sync::mpsc::Receiver<()>) -> EmbedderLoader {
     Box::new(move || {
-        std::thread::sleep(delay);
+        let _ = release.recv();
         let model = mempalace_embed::static_model::StaticModel::load(&mempalace_embed::files::static_dir(&model_dir()))
             .map_err(|e| e.to_string())?;
         Ok(Some(Arc::new(model) as Arc<dyn Embedder>))
@@ -61,20 +63,27 @@ fn runtime() -> tokio::runtime::Runtime {
 #[test]
 fn tools_without_vectors_do_not_wait_and_a_first_search_waits_for_the_model() {
     let dir = tempfile::tempdir().unwrap();
-    let delay = Duration::from_millis(1500);
-    let started = Instant::now();
-    let backend = Backend::new(palace(&dir), "test".into(), Some(slow_static_loader(delay)));
+    let (release, gate) = std::sync::mpsc::channel();
+    let backend = Backend::new(palace(&dir), "test".into(), Some(gated_static_loader(gate)));
     let server = McpServer::new(backend.clone(), Profile::All);
     runtime().block_on(async {
+        // The model cannot load until released: these answer without it.
         let status = call(&server, "mempalace_status", json!({})).await;
         assert_eq!(status["total_drawers"], 0);
         call(&server, "mempalace_kg_add", json!({"subject": "A", "predicate": "uses", "object": "B"})).await;
-        assert!(started.elapsed() < delay, "status and the KG answered before the model loaded");
         assert!(!backend.embedder_settled(), "the model is still loading");
+        // Released 300 ms from now, while the search is already waiting.
+        let released = Instant::now();
+        let delay = Duration::from_millis(300);
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(delay);
+            release.send(()).expect("the loader is waiting");
+        });
         let found = call(&server, "mempalace_search", json!({"query": "anything at all"})).await;
-        assert!(started.elapsed() >= delay, "the search waited for the model");
+        assert!(released.elapsed() >= delay, "the search waited for the model");
         assert!(found.get("fallback").is_none(), "the search used vectors once loaded: {found}");
         assert!(backend.embedder_settled());
+        releaser.join().unwrap();
     });
 }
 

@@ -3,8 +3,9 @@
 //! passes `doctor`, and running the command again finishes the work, ending
 //! in exactly the state of an uninterrupted run.
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::harness::{Sandbox, Store, on_both};
@@ -55,6 +56,30 @@ fn kill_midway(sandbox: &Sandbox, args: &[&str], at_least: u64) -> u64 {
     seen
 }
 
+/// Runs `command` with info logs and kills it with SIGKILL as soon as it
+/// logs `marker` (its first batch committed). Polling the palace from
+/// another process instead leaves a command with few batches time to
+/// finish during one poll on a loaded machine; the log line comes from the
+/// command itself, right after the commit.
+fn kill_after_log(mut command: Command, marker: &str) {
+    let mut child =
+        command.env("MEMPALACE_LOG", "info").stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn");
+    // Kept open until the kill, so the command never writes to a closed pipe.
+    let mut stderr = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let started = Instant::now();
+    loop {
+        let Some(line) = stderr.next() else {
+            panic!("the command finished without logging {marker:?}; make the input bigger");
+        };
+        if line.expect("a stderr line").contains(marker) {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "too slow to test");
+    }
+    child.kill().expect("SIGKILL");
+    assert!(!child.wait().unwrap().success(), "killed before it finished");
+}
+
 fn healthy(sandbox: &Sandbox) {
     let doctor = sandbox.json(&["doctor", "--json", "--check-only"]);
     assert_eq!(doctor["healthy"], true, "{doctor}");
@@ -97,31 +122,8 @@ fn a_killed_store_migration_resumes(store: Store) {
     let destination = Sandbox::new().with_static_model();
     let from = source.location();
     let to = destination.palace().display().to_string();
-    let mut child = source
-        .bare(&["migrate-store", "--from", &from, "--to", &to])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn migrate-store");
-    // Kill as soon as the destination holds a first batch.
-    let started = Instant::now();
-    let killed = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("migrate-store finished ({status}) before it could be killed; make the source bigger");
-        }
-        let status = destination.run(&["status", "--json"]);
-        let copied = serde_json::from_slice::<serde_json::Value>(&status.stdout)
-            .ok()
-            .and_then(|v| v["total_drawers"].as_u64())
-            .unwrap_or(0);
-        if copied > 0 {
-            child.kill().expect("SIGKILL");
-            break !child.wait().unwrap().success();
-        }
-        assert!(started.elapsed() < Duration::from_secs(120), "migrate-store too slow to test");
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    assert!(killed, "migrate-store was killed mid-copy");
+    // Killed as soon as the destination holds a first batch.
+    kill_after_log(source.bare(&["migrate-store", "--from", &from, "--to", &to]), "migrate-store batch committed");
     healthy(&destination);
     assert!(destination.total() < expected, "the copy was interrupted");
     let again = source.bare(&["migrate-store", "--from", &from, "--to", &to]).output().unwrap();
@@ -420,7 +422,7 @@ fn a_killed_import_resumes(store: Store) {
 
     let sandbox = Sandbox::on(store).with_static_model();
     let file = export.to_str().unwrap();
-    kill_midway(&sandbox, &["import", file], 1);
+    kill_after_log(sandbox.cmd(&["import", file]), "import batch committed");
     healthy(&sandbox);
     assert!(sandbox.total() < expected, "the import was interrupted");
     sandbox.ok(&["import", file]);

@@ -542,7 +542,7 @@ async def memory_family(session):
     background = await call(session, "memory_add_drawer", {"wing": "team", "room": "decisions", "background": True,
                                                          "content": "Release trains leave every second Tuesday at 10:00."})
     check(background["queued"] is True, "memory_add_drawer in the background", background)
-    for _ in range(100):
+    for _ in range(600):  # up to 30 s on a loaded machine
         queue = (await call(session, "memory_status"))["ingest_queue"]
         if queue["pending"] == 0:
             break
