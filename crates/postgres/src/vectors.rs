@@ -12,7 +12,7 @@
 //! A search restricted to a few places (at most 20,000 drawers, counted
 //! from the room aggregate) scans those drawers exactly instead: walking
 //! the graph past the other places' vectors would cost more. When the
-//! filter names wings (and maybe rooms) and nothing else, the scan reads
+//! filter names wings or rooms and nothing else, the scan reads
 //! the model's place index, a B-tree of its active drawers keyed by the
 //! hashed place (schema 8) that holds their `seq`, owner key and vector:
 //! an index-only scan that never visits the heap pages the place's
@@ -128,7 +128,9 @@ struct Places {
 
 /// The places a filter names (wings and rooms); `None` when it names none.
 /// The keys are computed here, by the server's own hash, so the search
-/// binds them as values the planner can estimate.
+/// binds them as values the planner can estimate. Rooms named without a
+/// wing are looked up under every wing that holds them (from the
+/// aggregate), so the index is probed at those places only.
 async fn places_in_filter(
     tx: &Transaction<'_>,
     workspace: &WorkspaceId,
@@ -144,7 +146,10 @@ async fn places_in_filter(
                  WHERE workspace_id = $1 AND (cardinality($2::text[]) = 0 OR wing = ANY($2)) \
                  AND (cardinality($3::text[]) = 0 OR room = ANY($3))), \
              to_regclass($4) IS NOT NULL, \
-             ARRAY(SELECT hashtextextended($1 || E'\\x1f' || w, 0) FROM unnest($2::text[]) w), \
+             ARRAY(SELECT hashtextextended($1 || E'\\x1f' || w, 0) FROM unnest(CASE \
+                 WHEN cardinality($2::text[]) > 0 THEN $2::text[] \
+                 ELSE ARRAY(SELECT DISTINCT wing FROM room_counts WHERE workspace_id = $1 AND room = ANY($3)) \
+                 END) w), \
              ARRAY(SELECT hashtextextended(r, 0) FROM unnest($3::text[]) r), \
              hashtextextended($5::text, 0)",
         )
@@ -166,11 +171,11 @@ async fn places_in_filter(
     }))
 }
 
-/// Whether a filter names wings (maybe rooms) and asks nothing else a
-/// place index cannot answer: its other conditions are the defaults,
-/// or the viewer, whose own drawers the index keys too.
+/// Whether a filter names wings or rooms and asks nothing else a place
+/// index cannot answer: its other conditions are the defaults, or the
+/// viewer, whose own drawers the index keys too.
 fn place_index_answers(filter: &DrawerFilter) -> bool {
-    !filter.wings.is_empty()
+    !(filter.wings.is_empty() && filter.rooms.is_empty())
         && DrawerFilter { wings: Vec::new(), rooms: Vec::new(), viewer: None, ..filter.clone() }
             == DrawerFilter::default()
 }
@@ -266,11 +271,10 @@ fn place_scan_sql(
     binds: &mut Binds,
 ) -> String {
     let mut keys = format!("wing_key = ANY({})", binds.bind(places.wing_keys.clone()));
-    let mut names = format!(
-        "d.workspace_id = {} AND d.wing = ANY({})",
-        binds.bind(workspace.as_str().to_string()),
-        binds.bind(filter.wings.clone())
-    );
+    let mut names = format!("d.workspace_id = {}", binds.bind(workspace.as_str().to_string()));
+    if !filter.wings.is_empty() {
+        names.push_str(&format!(" AND d.wing = ANY({})", binds.bind(filter.wings.clone())));
+    }
     if !filter.rooms.is_empty() {
         keys.push_str(&format!(" AND room_key = ANY({})", binds.bind(places.room_keys.clone())));
         names.push_str(&format!(" AND d.room = ANY({})", binds.bind(filter.rooms.clone())));

@@ -164,7 +164,7 @@ fn nearest_by_scan(
         .iter()
         .filter(|d| {
             d.workspace_id == *ws
-                && filter.wings.iter().any(|w| w == d.wing.as_str())
+                && (filter.wings.is_empty() || filter.wings.iter().any(|w| w == d.wing.as_str()))
                 && (filter.rooms.is_empty() || filter.rooms.iter().any(|r| r == d.room.as_str()))
                 && d.status == mempalace_core::DrawerStatus::Active
                 && (d.owner_user_id.is_none() || d.owner_user_id == filter.viewer)
@@ -179,7 +179,7 @@ fn nearest_by_scan(
     hits
 }
 
-/// A search restricted to wings (and rooms) reads the model's place index
+/// A search restricted to wings or rooms reads the model's place index
 /// (schema 8: hashed place keys, vectors in the entries) and finds exactly
 /// what a brute-force scan finds: names of 128 characters, another
 /// workspace with the same names, drawers private to a user (seen by that
@@ -225,6 +225,9 @@ fn a_place_search_reads_the_place_index_and_finds_what_a_scan_finds() {
             ..DrawerFilter::default()
         },
         DrawerFilter { wings: vec!["nowhere".into()], ..DrawerFilter::default() },
+        DrawerFilter { rooms: vec![long_room.clone()], ..DrawerFilter::default() },
+        DrawerFilter { rooms: vec!["one".into(), "two".into()], viewer: Some("ada".into()), ..DrawerFilter::default() },
+        DrawerFilter { rooms: vec!["nowhere".into()], ..DrawerFilter::default() },
     ];
     for (q, filter) in filters.iter().enumerate() {
         let query = incompressible(8, 1_000 + q as u64);
