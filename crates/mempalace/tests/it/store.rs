@@ -61,6 +61,10 @@ fn workers_share_the_backlog(store: Store) {
     let mined = place.json(&["mine", file.to_str().unwrap(), "--mode", "convos", "--json"]);
     let total = mined["drawers_added"].as_u64().unwrap();
     assert_eq!(total, 241, "a header and 240 exchanges, all raw");
+    // Maintenance runs once a UTC day: a run across midnight may rightly
+    // run it twice, so its checks hold only when the day did not change.
+    let utc_day = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() / 86_400;
+    let first_day = utc_day();
     let workers: Vec<_> = (0..3)
         .map(|n| {
             place
@@ -91,11 +95,13 @@ fn workers_share_the_backlog(store: Store) {
         }
     }
     assert_eq!(seen.len() as u64, total, "every raw drawer processed once");
-    assert_eq!(maintained, 1, "the day's maintenance ran in exactly one worker");
     let again = place.json(&["work", "--once", "--json"]);
     assert_eq!(again["runs"][0]["report"]["claimed"], 0, "nothing left: {again}");
     let maintain = again["runs"].as_array().unwrap().iter().find(|run| run["job"] == "maintain").unwrap();
-    assert_eq!(maintain["ran"], false, "today's tick is taken");
+    if utc_day() == first_day {
+        assert_eq!(maintained, 1, "the day's maintenance ran in exactly one worker");
+        assert_eq!(maintain["ran"], false, "today's tick is taken");
+    }
     // Processing extracted the facts the mined drawers state.
     let facts = place.json(&["kg", "query", "PostgreSQL", "--json"]);
     assert!(!facts["facts"].as_array().unwrap().is_empty(), "{facts}");
