@@ -13,7 +13,7 @@
 //! asks to skip them.
 
 use std::io::{Read as _, Write as _};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -241,29 +241,51 @@ impl Drop for Server {
     }
 }
 
+/// Waits (up to `within`) until the server `child` logs, in the file
+/// `log`, the address it listens on; returns its port. Binding port 0 and
+/// reading the port back leaves no moment in which another test could take
+/// a port picked for this one.
+pub fn listening_port(child: &mut Child, log: &Path, within: Duration) -> u16 {
+    let deadline = Instant::now() + within;
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let port = text
+            .lines()
+            .filter(|line| line.contains("listening:"))
+            .find_map(|line| line.split_once("addr=")?.1.split_whitespace().next()?.parse::<SocketAddr>().ok());
+        if let Some(address) = port {
+            return address.port();
+        }
+        if let Some(status) = child.try_wait().expect("the server's status") {
+            panic!("the server exited ({status}) before it listened:\n{text}");
+        }
+        assert!(Instant::now() < deadline, "the server did not listen within {within:?}:\n{text}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 impl Sandbox {
-    /// Starts `serve --mcp-http BIND:PORT` and `extra` arguments with the
-    /// extra environment `envs`, on a free port, and waits (up to 30 s)
-    /// until it listens.
+    /// Starts `serve --mcp-http BIND:0` and `extra` arguments with the
+    /// extra environment `envs`, and waits (up to 30 s) until it listens
+    /// on the port the system gave it (read from its log, `serve-N.log` in
+    /// the sandbox, one per server).
     pub fn serve(&self, bind: &str, extra: &[&str], envs: &[(&str, &str)]) -> Server {
-        let port = TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("its address").port();
-        let address = format!("{bind}:{port}");
+        static SERVERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let address = format!("{bind}:0");
         let mut args = vec!["serve", "--mcp-http", address.as_str()];
         args.extend_from_slice(extra);
+        let log = self.path(&format!("serve-{}.log", SERVERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
         let mut command = self.cmd(&args);
-        command.stdout(Stdio::null()).stderr(Stdio::null());
+        command
+            .env("MEMPALACE_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("the server's log file"));
         for (key, value) in envs {
             command.env(key, value);
         }
-        let child = command.spawn().expect("start mempalace serve");
-        let server = Server { child, port };
-        let listening: SocketAddr = format!("127.0.0.1:{port}").parse().expect("a loopback address");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect_timeout(&listening, Duration::from_millis(200)).is_err() {
-            assert!(Instant::now() < deadline, "the server did not listen on {listening} within 30 s");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        server
+        let mut child = command.spawn().expect("start mempalace serve");
+        let port = listening_port(&mut child, &log, Duration::from_secs(30));
+        Server { child, port }
     }
 }
 

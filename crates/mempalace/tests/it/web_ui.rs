@@ -12,12 +12,11 @@
 //! creates (with `selenium`); scripts/test.sh installs chromium and
 //! chromium-driver from Debian when they are missing.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::harness::{Sandbox, Server, Store, call, on_both, text};
+use crate::harness::{Sandbox, Server, Store, call, listening_port, on_both, text};
 
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -173,22 +172,17 @@ fn web_ui_in_headless_chromium(store: Store) {
 
     // The server, with a token even on loopback, so the UI must ask for it.
     let token = "web-ui-test-token-6d1f0c";
-    let port = TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
     let log = sandbox.path("serve.log");
-    let child = sandbox
-        .cmd(&["serve", "--mcp-http", &format!("127.0.0.1:{port}"), "--no-workers"])
+    let mut child = sandbox
+        .cmd(&["serve", "--mcp-http", "127.0.0.1:0", "--no-workers"])
         .env("MEMPALACE_MCP_HTTP_TOKEN", token)
+        .env("MEMPALACE_LOG", "info")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).expect("log file"))
         .spawn()
         .expect("start the server");
+    let port = listening_port(&mut child, &log, Duration::from_secs(60));
     let _server = Server { child, port };
-    let address: SocketAddr = format!("127.0.0.1:{port}").parse().expect("address");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_err() {
-        assert!(Instant::now() < deadline, "the server did not listen on {address}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
     check_static_files(port);
     let refused = call(port, "GET", "/api/v1/health", &[], None);
     assert_eq!(refused.status, 401, "the API needs the token: {}", refused.body);
