@@ -145,21 +145,22 @@ pub(crate) async fn verify(tx: &Transaction<'_>) -> StoreResult<Vec<HealthCheck>
     .await?;
     checks.push(check("revision", behind == 0, true, "the palace revision is not behind any row".to_string()));
 
-    let models = count(tx, "SELECT count(DISTINCT embedding_model) FROM drawers WHERE embedding IS NOT NULL").await?;
+    // Every model with vectors has an HNSW index, and those whose vectors
+    // fit a place index's entry have one too (schema 8): one pass over the
+    // vectors counts both.
+    let row = tx
+        .query_one(
+            "SELECT count(*), count(*) FILTER (WHERE dims <= $1) FROM (SELECT max(vector_dims(embedding)) AS dims \
+             FROM drawers WHERE embedding IS NOT NULL GROUP BY embedding_model) models",
+            &[&i32::try_from(crate::vectors::PLACE_INDEX_MAX_DIM).unwrap_or(i32::MAX)],
+        )
+        .await
+        .ctx("counting embedding models")?;
+    let (models, narrow): (i64, i64) = (row.get(0), row.get(1));
     let indexed = count(
         tx,
         "SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'drawers' \
          AND indexname LIKE 'drawers_hnsw_%'",
-    )
-    .await?;
-    // Models whose vectors fit a place index's entry have one (schema 8).
-    let narrow = count(
-        tx,
-        &format!(
-            "SELECT count(*) FROM (SELECT embedding_model FROM drawers WHERE embedding IS NOT NULL \
-             GROUP BY embedding_model HAVING max(vector_dims(embedding)) <= {}) narrow",
-            crate::vectors::PLACE_INDEX_MAX_DIM
-        ),
     )
     .await?;
     let placed = count(

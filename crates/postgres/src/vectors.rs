@@ -146,7 +146,7 @@ async fn places_in_filter(
                  WHERE workspace_id = $1 AND (cardinality($2::text[]) = 0 OR wing = ANY($2)) \
                  AND (cardinality($3::text[]) = 0 OR room = ANY($3))), \
              to_regclass($4) IS NOT NULL, \
-             ARRAY(SELECT hashtextextended($1 || E'\\x1f' || w, 0) FROM unnest(CASE \
+             ARRAY(SELECT mempalace_wing_key($1, w) FROM unnest(CASE \
                  WHEN cardinality($2::text[]) > 0 THEN $2::text[] \
                  ELSE ARRAY(SELECT DISTINCT wing FROM room_counts WHERE workspace_id = $1 AND room = ANY($3)) \
                  END) w), \
@@ -171,13 +171,11 @@ async fn places_in_filter(
     }))
 }
 
-/// Whether a filter names wings or rooms and asks nothing else a place
-/// index cannot answer: its other conditions are the defaults, or the
-/// viewer, whose own drawers the index keys too.
+/// Whether a place index answers everything a filter asks besides its
+/// places: its other conditions are the defaults, or the viewer, whose
+/// own drawers the index keys too.
 fn place_index_answers(filter: &DrawerFilter) -> bool {
-    !(filter.wings.is_empty() && filter.rooms.is_empty())
-        && DrawerFilter { wings: Vec::new(), rooms: Vec::new(), viewer: None, ..filter.clone() }
-            == DrawerFilter::default()
+    DrawerFilter { wings: Vec::new(), rooms: Vec::new(), viewer: None, ..filter.clone() } == DrawerFilter::default()
 }
 
 /// Candidates read beyond those asked for from a place index, so that a

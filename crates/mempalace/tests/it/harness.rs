@@ -232,6 +232,8 @@ pub struct Server {
     pub child: Child,
     /// Its port on 127.0.0.1.
     pub port: u16,
+    /// Its log (stderr, at info level).
+    pub log: PathBuf,
 }
 
 impl Drop for Server {
@@ -245,7 +247,7 @@ impl Drop for Server {
 /// `log`, the address it listens on; returns its port. Binding port 0 and
 /// reading the port back leaves no moment in which another test could take
 /// a port picked for this one.
-pub fn listening_port(child: &mut Child, log: &Path, within: Duration) -> u16 {
+fn listening_port(child: &mut Child, log: &Path, within: Duration) -> u16 {
     let deadline = Instant::now() + within;
     loop {
         let text = std::fs::read_to_string(log).unwrap_or_default();
@@ -266,7 +268,7 @@ pub fn listening_port(child: &mut Child, log: &Path, within: Duration) -> u16 {
 
 impl Sandbox {
     /// Starts `serve --mcp-http BIND:0` and `extra` arguments with the
-    /// extra environment `envs`, and waits (up to 30 s) until it listens
+    /// extra environment `envs`, and waits (up to 60 s) until it listens
     /// on the port the system gave it (read from its log, `serve-N.log` in
     /// the sandbox, one per server).
     pub fn serve(&self, bind: &str, extra: &[&str], envs: &[(&str, &str)]) -> Server {
@@ -284,8 +286,8 @@ impl Sandbox {
             command.env(key, value);
         }
         let mut child = command.spawn().expect("start mempalace serve");
-        let port = listening_port(&mut child, &log, Duration::from_secs(30));
-        Server { child, port }
+        let port = listening_port(&mut child, &log, Duration::from_secs(60));
+        Server { child, port, log }
     }
 }
 

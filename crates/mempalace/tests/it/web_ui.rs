@@ -13,10 +13,9 @@
 //! chromium-driver from Debian when they are missing.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
-use crate::harness::{Sandbox, Server, Store, call, listening_port, on_both, text};
+use crate::harness::{Sandbox, Store, call, on_both, text};
 
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -172,17 +171,8 @@ fn web_ui_in_headless_chromium(store: Store) {
 
     // The server, with a token even on loopback, so the UI must ask for it.
     let token = "web-ui-test-token-6d1f0c";
-    let log = sandbox.path("serve.log");
-    let mut child = sandbox
-        .cmd(&["serve", "--mcp-http", "127.0.0.1:0", "--no-workers"])
-        .env("MEMPALACE_MCP_HTTP_TOKEN", token)
-        .env("MEMPALACE_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log file"))
-        .spawn()
-        .expect("start the server");
-    let port = listening_port(&mut child, &log, Duration::from_secs(60));
-    let _server = Server { child, port };
+    let server = sandbox.serve("127.0.0.1", &["--no-workers"], &[("MEMPALACE_MCP_HTTP_TOKEN", token)]);
+    let port = server.port;
     check_static_files(port);
     let refused = call(port, "GET", "/api/v1/health", &[], None);
     assert_eq!(refused.status, 401, "the API needs the token: {}", refused.body);
@@ -208,7 +198,7 @@ fn web_ui_in_headless_chromium(store: Store) {
         output.status.success() && stdout.lines().any(|l| l == "PASS"),
         "the browser test failed\n--- stdout\n{stdout}\n--- stderr\n{}\n--- server log\n{}",
         text(&output.stderr),
-        std::fs::read_to_string(&log).unwrap_or_default()
+        std::fs::read_to_string(&server.log).unwrap_or_default()
     );
 
     // Every screenshot is a real PNG of a rendered page.

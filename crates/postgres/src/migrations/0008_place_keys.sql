@@ -25,8 +25,13 @@
 -- The name is `drawers_place_vec_` and the first 16 hex digits of the
 -- model name's SHA-256, as the HNSW index's.
 
+-- The wing's key, defined once: the column below stores it and a search
+-- computes the keys of the wings it names with it.
+CREATE OR REPLACE FUNCTION mempalace_wing_key(workspace text, wing text) RETURNS bigint
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT hashtextextended(workspace || E'\x1f' || wing, 0) $$;
+
 ALTER TABLE drawers
-    ADD COLUMN IF NOT EXISTS wing_key bigint GENERATED ALWAYS AS (hashtextextended(workspace_id || E'\x1f' || wing, 0)) STORED,
+    ADD COLUMN IF NOT EXISTS wing_key bigint GENERATED ALWAYS AS (mempalace_wing_key(workspace_id, wing)) STORED,
     ADD COLUMN IF NOT EXISTS room_key bigint GENERATED ALWAYS AS (hashtextextended(room, 0)) STORED,
     ADD COLUMN IF NOT EXISTS owner_key bigint GENERATED ALWAYS AS (hashtextextended(owner_user_id, 0)) STORED;
 
