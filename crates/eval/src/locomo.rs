@@ -8,7 +8,8 @@
 //! inside a returned drawer; a session when any of its turns does.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::Path;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use mempalace_core::eval::{self, Hit};
@@ -176,6 +177,12 @@ pub struct Options {
     /// sessions, promotion) and report how episode search finds the
     /// evidence sessions (`episodes`), beside the drawers' metrics.
     pub consolidate: bool,
+    /// Also write every question's ranked hits to this file, one JSON
+    /// object a line (`scripts/bench/hits.py` reads it): the conversation,
+    /// the question's index, text and category, its evidence (original and
+    /// corrected) and, per hit, the turn ids, score and length, so ranking
+    /// variants and misses can be studied without another run.
+    pub hits: Option<PathBuf>,
 }
 
 /// What episode search adds to the drawers': the evidence sessions the
@@ -255,6 +262,13 @@ pub fn run(
     let (mut episodes_overall, mut episodes_by_category) =
         (Accumulator::default(), BTreeMap::<u32, Accumulator>::new());
     let mut consolidated = mempalace_engine::consolidate::ConsolidateReport::default();
+    let mut hits_file = match &options.hits {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .map_err(|error| EvalError::Data { what: path.display().to_string(), detail: error.to_string() })?,
+        )),
+        None => None,
+    };
     let started = Instant::now();
     for sample in samples {
         let palace = palaces().map_err(EvalError::Palace)?;
@@ -313,6 +327,23 @@ pub fn run(
                     chars: h.drawer.content.as_str().chars().count(),
                 })
                 .collect();
+            if let (Some(file), Some(path)) = (hits_file.as_mut(), &options.hits) {
+                let line = json!({
+                    "conversation": sample.id,
+                    "question": question.index,
+                    "text": question.question,
+                    "category": question.category,
+                    "evidence": question.evidence,
+                    "corrected": fixed,
+                    "hits": outcome.hits.iter().zip(&hits).map(|(found, hit)| json!({
+                        "turns": hit.ids,
+                        "score": found.score,
+                        "chars": hit.chars,
+                    })).collect::<Vec<_>>(),
+                });
+                writeln!(file, "{line}")
+                    .map_err(|error| EvalError::Data { what: path.display().to_string(), detail: error.to_string() })?;
+            }
             let relevant =
                 |evidence: &[String]| units.iter().filter(|u| u.iter().any(|id| evidence.contains(id))).count();
             if !question.evidence.is_empty() {
@@ -343,6 +374,10 @@ pub fn run(
             }
         }
         dropped += sample.dropped_evidence;
+    }
+    if let (Some(mut file), Some(path)) = (hits_file, &options.hits) {
+        file.flush()
+            .map_err(|error| EvalError::Data { what: path.display().to_string(), detail: error.to_string() })?;
     }
     let groups = |map: &BTreeMap<u32, Accumulator>| -> Value {
         Value::Object(map.iter().map(|(c, a)| (c.to_string(), a.to_json())).collect())

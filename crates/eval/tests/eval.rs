@@ -146,8 +146,13 @@ fn locomo_loads_and_runs_end_to_end_on_the_mini_set() {
     let tmp = tempfile::tempdir().unwrap();
     let mut n = 0;
     let mut factory = || static_palace(&tmp, &mut n);
-    let options =
-        locomo::Options { ks: vec![1, 5, 10], fusion: mempalace_engine::Fusion::default(), consolidate: false };
+    let hits_path = tmp.path().join("hits.jsonl");
+    let options = locomo::Options {
+        ks: vec![1, 5, 10],
+        fusion: mempalace_engine::Fusion::default(),
+        consolidate: false,
+        hits: Some(hits_path.clone()),
+    };
     let report = locomo::run(&samples, &corrections, &mut factory, &options, &mut |_| {}).unwrap();
     // conv-a: 3 + 2 + 1 exchanges; conv-b: 2 + 1.
     assert_eq!(report["drawers"], 9, "{report}");
@@ -177,6 +182,49 @@ fn locomo_loads_and_runs_end_to_end_on_the_mini_set() {
     assert!(value("mrr") > 0.0 && value("ndcg@10") > 0.0 && value("chars_per_query") > 0.0);
     assert_eq!(report["corrected"]["by_category"]["2"]["questions"], 2);
     assert!(report["latency_ms"]["p50"].is_number(), "{report}");
+
+    // The ranked hits of every question asked, for offline study: the
+    // question without evidence but with a correction is there too.
+    let lines: Vec<serde_json::Value> =
+        std::fs::read_to_string(&hits_path).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert_eq!(lines.len(), 10, "{lines:?}");
+    let question = |conversation: &str, index: u64| {
+        lines.iter().find(|l| l["conversation"] == conversation && l["question"] == index).unwrap()
+    };
+    assert_eq!(question("conv-b", 2)["evidence"], serde_json::json!([]));
+    assert_eq!(question("conv-b", 2)["corrected"], serde_json::json!(["D2:2"]));
+    assert_eq!(question("conv-a", 7)["evidence"], serde_json::json!(["D1:6"]));
+    assert_eq!(question("conv-a", 7)["corrected"], serde_json::json!(["D1:5"]));
+    assert_eq!(question("conv-a", 0)["corrected"], serde_json::Value::Null);
+    assert!(lines.iter().all(|l| l["conversation"] != "conv-a" || l["question"] != 5), "skipped: no evidence at all");
+    let conversation_a_turns = ["D1:", "D2:", "D3:"];
+    for line in &lines {
+        let hits = line["hits"].as_array().unwrap();
+        // At most 10 results (the deepest k), each a drawer of this conversation with its turns.
+        assert!(!hits.is_empty() && hits.len() <= 10, "{line}");
+        let scores: Vec<f64> = hits.iter().map(|h| h["score"].as_f64().unwrap()).collect();
+        assert!(scores.windows(2).all(|w| w[0] >= w[1]), "ranked by score: {line}");
+        for hit in hits {
+            assert!(hit["chars"].as_u64().unwrap() > 0, "{line}");
+            let turns = hit["turns"].as_array().unwrap();
+            assert!(!turns.is_empty(), "{line}");
+            if line["conversation"] == "conv-a" {
+                assert!(turns.iter().all(|t| conversation_a_turns.iter().any(|p| t.as_str().unwrap().starts_with(p))));
+            }
+        }
+    }
+    // Recall recomputed from the file agrees with the report.
+    let any_at_1 = lines
+        .iter()
+        .filter(|l| !l["evidence"].as_array().unwrap().is_empty())
+        .map(|l| {
+            let evidence = l["evidence"].as_array().unwrap();
+            let first = l["hits"][0]["turns"].as_array().unwrap();
+            f64::from(u8::from(first.iter().any(|t| evidence.contains(t))))
+        })
+        .sum::<f64>()
+        / 9.0;
+    assert!((any_at_1 - value("turn_recall_any@1")).abs() < 1e-4, "{any_at_1} vs {report}");
 }
 
 /// The same on the real data.
@@ -259,7 +307,12 @@ mod real_data {
             first,
             &corrections,
             &mut factory,
-            &locomo::Options { ks: vec![1, 5, 10], fusion: mempalace_engine::Fusion::default(), consolidate: false },
+            &locomo::Options {
+                ks: vec![1, 5, 10],
+                fusion: mempalace_engine::Fusion::default(),
+                consolidate: false,
+                hits: None,
+            },
             &mut |_| {},
         )
         .unwrap();

@@ -63,6 +63,10 @@ pub struct LocomoArgs {
     /// Also write the report JSON to this file.
     #[arg(long, value_name = "OUT")]
     json: Option<PathBuf>,
+    /// Also write each question's ranked hits (turn ids, score, length) to this file, one JSON object a line,
+    /// for scripts/bench/hits.py. The deepest --k is how many hits are kept (e.g. --k 1,5,10,20,100).
+    #[arg(long, value_name = "OUT")]
+    hits: Option<PathBuf>,
 }
 
 /// `bench longmemeval`.
@@ -140,7 +144,12 @@ pub fn run(settings: &Settings, command: BenchCommand) -> Result<()> {
                 &samples,
                 &corrections,
                 &mut factory,
-                &locomo::Options { ks: args.k.clone(), fusion: args.fusion.into(), consolidate: args.consolidate },
+                &locomo::Options {
+                    ks: args.k.clone(),
+                    fusion: args.fusion.into(),
+                    consolidate: args.consolidate,
+                    hits: args.hits.clone(),
+                },
                 &mut progress,
             )?;
             report["embedder"] = embedder.as_ref().map_or(Value::Null, |e| Value::from(e.model_id()));
