@@ -69,6 +69,14 @@ pub struct SqliteOptions {
     pub max_write_wait: Duration,
     /// Open read-only (no migrations, no writes).
     pub read_only: bool,
+    /// Reads use the writer connection while it is free, instead of
+    /// opening a reader connection (each new connection parses the whole
+    /// schema first, about a millisecond). A read never waits for a write:
+    /// when the writer is busy a reader is opened as usual. A write can
+    /// wait for a read running on the writer, so this is for a process
+    /// that uses the store from one thread at a time, such as one CLI
+    /// command; servers leave it off.
+    pub share_writer: bool,
 }
 
 impl Default for SqliteOptions {
@@ -78,6 +86,7 @@ impl Default for SqliteOptions {
             busy_timeout: Duration::from_millis(5_000),
             max_write_wait: Duration::from_secs(60),
             read_only: false,
+            share_writer: false,
         }
     }
 }
@@ -169,25 +178,26 @@ impl SqliteStore {
         write_with_retry(conn, self.options.max_write_wait, work)
     }
 
-    /// Runs `work` on a reader connection inside one read transaction, so
-    /// multi-statement reads see one snapshot.
+    /// Runs `work` inside one read transaction ([`read_in_transaction`]) on
+    /// an idle reader connection, on the writer when `share_writer` is set
+    /// and it is free, else on a new reader.
     fn read<T>(&self, work: impl FnOnce(&Connection) -> StoreResult<T>) -> StoreResult<T> {
         let pooled = self.readers.lock().expect("reader mutex poisoned").pop();
+        if pooled.is_none() && self.options.share_writer {
+            // `try_lock`: a busy writer (or a read already on it) sends
+            // this read to a reader connection instead of waiting.
+            if let Ok(mut guard) = self.writer.try_lock()
+                && let Some(conn) = guard.as_mut()
+                && conn.is_autocommit()
+            {
+                return read_in_transaction(conn, work);
+            }
+        }
         let conn = match pooled {
             Some(conn) => conn,
             None => self.connect(false)?,
         };
-        let result = (|| {
-            conn.execute_batch("BEGIN DEFERRED").ctx("starting a read")?;
-            let result = work(&conn);
-            // A read transaction has nothing to commit; ending it releases the
-            // snapshot so the next read sees newer writes.
-            conn.execute_batch("COMMIT").ctx("ending a read")?;
-            result
-        })();
-        if result.is_err() && !conn.is_autocommit() {
-            let _ = conn.execute_batch("ROLLBACK");
-        }
+        let result = read_in_transaction(&conn, work);
         let mut readers = self.readers.lock().expect("reader mutex poisoned");
         if readers.len() < MAX_IDLE_READERS && conn.is_autocommit() {
             readers.push(conn);
@@ -804,6 +814,24 @@ impl StoreWrite for SqliteStore {
     }
 }
 
+/// Runs `work` inside one read transaction on `conn`, so multi-statement
+/// reads see one snapshot; the transaction always ends, so the connection
+/// is back in autocommit mode afterwards whatever `work` returned.
+fn read_in_transaction<T>(conn: &Connection, work: impl FnOnce(&Connection) -> StoreResult<T>) -> StoreResult<T> {
+    let result = (|| {
+        conn.execute_batch("BEGIN DEFERRED").ctx("starting a read")?;
+        let result = work(conn);
+        // A read transaction has nothing to commit; ending it releases the
+        // snapshot so the next read sees newer writes.
+        conn.execute_batch("COMMIT").ctx("ending a read")?;
+        result
+    })();
+    if result.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    result
+}
+
 /// Runs `work` in a `BEGIN IMMEDIATE` transaction on `conn`. While the
 /// palace is locked by another writer (after SQLite's own `busy_timeout`
 /// wait), retries with exponential backoff until `max_wait` has passed.
@@ -840,4 +868,67 @@ fn wal_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push("-wal");
     PathBuf::from(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::*;
+
+    fn store(dir: &Path, share_writer: bool) -> SqliteStore {
+        let options = SqliteOptions { create: true, share_writer, ..SqliteOptions::default() };
+        SqliteStore::open(&dir.join("palace.db"), options).unwrap()
+    }
+
+    fn idle_readers(store: &SqliteStore) -> usize {
+        store.readers.lock().unwrap().len()
+    }
+
+    #[test]
+    fn reads_use_the_free_writer_when_shared_and_a_reader_otherwise() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = store(dir.path(), true);
+        shared.workspaces().unwrap();
+        shared.info().unwrap();
+        assert_eq!(idle_readers(&shared), 0, "no reader connection was opened");
+        assert!(shared.writer.lock().unwrap().as_ref().unwrap().is_autocommit(), "the read ended its transaction");
+        drop(shared);
+        let separate = store(dir.path(), false);
+        separate.workspaces().unwrap();
+        assert_eq!(idle_readers(&separate), 1);
+    }
+
+    #[test]
+    fn a_shared_writer_never_makes_a_read_wait_for_a_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path(), true);
+        let (started, writing) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        let store = &store;
+        std::thread::scope(|scope| {
+            let writer = scope.spawn(move || {
+                store.write(|_| {
+                    started.send(()).unwrap();
+                    released.recv().unwrap();
+                    Ok(())
+                })
+            });
+            writing.recv().unwrap();
+            // The writer is inside its transaction until released: the read
+            // goes to a reader connection and returns meanwhile.
+            let (read, done) = mpsc::channel();
+            scope.spawn(move || read.send(store.workspaces().map(|_| ())).unwrap());
+            let outcome = done.recv_timeout(std::time::Duration::from_secs(30));
+            release.send(()).unwrap();
+            writer.join().unwrap().unwrap();
+            outcome.expect("the read waited for the write").unwrap();
+            assert_eq!(idle_readers(&store), 1);
+        });
+        // A failed read on the shared writer leaves it usable.
+        let failed = store.read(|conn| conn.execute_batch("SELECT * FROM no_such_table").ctx("reading"));
+        assert!(failed.is_err());
+        assert!(store.writer.lock().unwrap().as_ref().unwrap().is_autocommit());
+        store.write(|_| Ok(())).unwrap();
+    }
 }

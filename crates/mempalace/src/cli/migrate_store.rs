@@ -67,7 +67,7 @@ fn open(settings: &Settings, location: &str, access: Access) -> Result<Arc<dyn S
         side.database_url = None;
         side.palace_file = crate::settings::palace_file(std::path::Path::new(location));
     }
-    super::open_store(&side, access)
+    super::open_store(&side, access, super::Connections::Pooled)
 }
 
 /// Records per kind in the destination (read by exporting it).

@@ -452,9 +452,25 @@ pub(crate) enum Access {
     Create,
 }
 
+/// How a process uses its SQLite connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Connections {
+    /// A pool of readers beside the writer, so reads never wait for
+    /// writes: servers, workers, every command by default.
+    Pooled,
+    /// Reads go to the writer connection while it is free (one connection,
+    /// one schema parse): the commands hooks run often (`add`, `search`,
+    /// `inject`, `hook`), one thread at a time.
+    SharedWriter,
+}
+
 /// Opens the store named by the settings: PostgreSQL when a database URL
 /// is set (migrated on connect, whatever the access), else the SQLite file.
-fn open_store(settings: &Settings, access: Access) -> Result<Arc<dyn mempalace_store::Store>> {
+fn open_store(
+    settings: &Settings,
+    access: Access,
+    connections: Connections,
+) -> Result<Arc<dyn mempalace_store::Store>> {
     if let Some(url) = &settings.database_url {
         return open_postgres(url);
     }
@@ -479,6 +495,7 @@ fn open_store(settings: &Settings, access: Access) -> Result<Arc<dyn mempalace_s
     let options = SqliteOptions {
         create: access == Access::Create,
         busy_timeout: std::time::Duration::from_millis(settings.busy_timeout_ms),
+        share_writer: connections == Connections::SharedWriter,
         ..SqliteOptions::default()
     };
     Ok(Arc::new(SqliteStore::open(file, options)?))
@@ -503,14 +520,18 @@ fn open_postgres(url: &str) -> Result<Arc<dyn mempalace_store::Store>> {
 /// model when one is configured (jobs that can use it do; the rest never
 /// call it).
 fn open_palace(settings: &Settings, access: Access) -> Result<Palace> {
-    let palace = open_unscoped(settings, access)?;
-    scope(settings, palace)
+    scope(settings, open_unscoped_with(settings, access, Connections::Pooled)?)
 }
 
 /// The palace without any caller's scope: the local operator's handle on a
 /// single-user palace, and what `Tenancy` scopes for everyone else.
 pub(crate) fn open_unscoped(settings: &Settings, access: Access) -> Result<Palace> {
-    let store = open_store(settings, access)?;
+    open_unscoped_with(settings, access, Connections::Pooled)
+}
+
+/// [`open_unscoped`] with the connections chosen.
+fn open_unscoped_with(settings: &Settings, access: Access, connections: Connections) -> Result<Palace> {
+    let store = open_store(settings, access, connections)?;
     let palace = Palace::new(store, settings.workspace.clone())
         .with_tier_gates(TierGates { high: settings.heuristic_high, low: settings.heuristic_low })
         .with_jobs(settings.jobs)
@@ -551,7 +572,8 @@ pub(crate) fn with_embedder(palace: Palace, settings: &Settings) -> Result<Palac
 /// own thread while the palace opens and the text is prepared (noise
 /// filter, classification, extraction); only the embedding waits for it.
 /// For the commands hooks run often (`add`, `search`, `inject`, `hook`),
-/// where the load was most of the process's time. Vectors and warnings
+/// where the load was most of the process's time; their reads share the
+/// writer connection ([`Connections::SharedWriter`]). Vectors and warnings
 /// are those of [`with_embedder`]: a missing local model is a warning in
 /// both, and a remote provider (whose setup can fail the command) is built
 /// in line as there.
@@ -568,12 +590,18 @@ pub(crate) fn open_with_embedder(settings: &Settings, access: Access) -> Result<
             let cell = EmbedderCell::load_in_background(Box::new(move || {
                 embedder::build(&for_loader).map_err(|error| format!("{error:#}"))
             }));
-            Ok(open_palace(settings, access)?.with_deferred_embedder(cell))
+            Ok(one_command(settings, access)?.with_deferred_embedder(cell))
         }
         EmbedderKind::OpenAi | EmbedderKind::Ollama | EmbedderKind::None => {
-            with_embedder(open_palace(settings, access)?, settings)
+            with_embedder(one_command(settings, access)?, settings)
         }
     }
+}
+
+/// The palace for one command run from one thread at a time: reads share
+/// the writer connection ([`Connections::SharedWriter`]).
+fn one_command(settings: &Settings, access: Access) -> Result<Palace> {
+    scope(settings, open_unscoped_with(settings, access, Connections::SharedWriter)?)
 }
 
 /// Runs the parsed command line with an environment snapshot.
