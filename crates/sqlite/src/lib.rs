@@ -923,7 +923,7 @@ mod tests {
             release.send(()).unwrap();
             writer.join().unwrap().unwrap();
             outcome.expect("the read waited for the write").unwrap();
-            assert_eq!(idle_readers(&store), 1);
+            assert_eq!(idle_readers(store), 1);
         });
         // A failed read on the shared writer leaves it usable.
         let failed = store.read(|conn| conn.execute_batch("SELECT * FROM no_such_table").ctx("reading"));
