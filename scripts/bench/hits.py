@@ -14,7 +14,9 @@ Prints, from the file alone (no numpy):
   neighbouring exchange, which the drawer's own score did not bring up);
 - neighbour variants re-ranking the hits: a hit's score plus w times the
   score of the exchange before it (`prev`) or after it (`next`) in the same
-  session, when that one is among the hits.
+  session, when that one is among the hits;
+- session diversity: the last slots of the first 10 reserved for sessions
+  not yet there, or at most so many hits of one session first.
 
 LoCoMo turn ids are `D<session>:<turn>`; a hit's `turns` are its drawer's.
 The character budget is the report's: hits are taken while their lengths
@@ -106,6 +108,42 @@ def neighbours(w_prev, w_next):
     return ranking
 
 
+def session_of_hit(hit):
+    return session_of(hit["turns"][0]) if hit["turns"] else None
+
+
+def reserve(slots):
+    """The last `slots` of the first 10 go to the best hits of sessions the
+    first 10 − `slots` do not hold (diversity for session recall)."""
+
+    def ranking(q):
+        hits = q["hits"]
+        kept = hits[: 10 - slots]
+        seen = {session_of_hit(h) for h in kept}
+        added = []
+        for h in hits[10 - slots :]:
+            if len(added) < slots and session_of_hit(h) not in seen:
+                added.append(h)
+                seen.add(session_of_hit(h))
+        return kept + added + [h for h in hits[10 - slots :] if not any(h is a for a in added)]
+
+    return ranking
+
+
+def cap(most):
+    """At most `most` hits of one session before every other session's."""
+
+    def ranking(q):
+        count, first, later = {}, [], []
+        for h in q["hits"]:
+            session = session_of_hit(h)
+            count[session] = count.get(session, 0) + 1
+            (first if count[session] <= most else later).append(h)
+        return first + later
+
+    return ranking
+
+
 def show(label, result):
     values, categories = result
     cells = "  ".join(f"{name} {value:.4f}" for name, value in sorted(values.items()))
@@ -144,6 +182,11 @@ def main():
     print()
     for w_prev, w_next in [(0.1, 0.0), (0.0, 0.05), (0.0, 0.1), (0.0, 0.15), (0.05, 0.1), (0.1, 0.1), (0.2, 0.2)]:
         show(f"prev {w_prev}, next {w_next}", metrics(questions, neighbours(w_prev, w_next)))
+    print()
+    for slots in (1, 2, 3):
+        show(f"reserve {slots} for sessions", metrics(questions, reserve(slots)))
+    for most in (3, 4, 5):
+        show(f"cap {most} per session", metrics(questions, cap(most)))
 
 
 if __name__ == "__main__":
