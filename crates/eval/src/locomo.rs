@@ -262,11 +262,10 @@ pub fn run(
     let (mut episodes_overall, mut episodes_by_category) =
         (Accumulator::default(), BTreeMap::<u32, Accumulator>::new());
     let mut consolidated = mempalace_engine::consolidate::ConsolidateReport::default();
-    let mut hits_file = match &options.hits {
-        Some(path) => Some(std::io::BufWriter::new(
-            std::fs::File::create(path)
-                .map_err(|error| EvalError::Data { what: path.display().to_string(), detail: error.to_string() })?,
-        )),
+    let mut hits_file = match options.hits.as_deref() {
+        Some(path) => {
+            Some((std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| data_error(path, e))?), path))
+        }
         None => None,
     };
     let started = Instant::now();
@@ -327,7 +326,7 @@ pub fn run(
                     chars: h.drawer.content.as_str().chars().count(),
                 })
                 .collect();
-            if let (Some(file), Some(path)) = (hits_file.as_mut(), &options.hits) {
+            if let Some((file, path)) = hits_file.as_mut() {
                 let line = json!({
                     "conversation": sample.id,
                     "question": question.index,
@@ -341,8 +340,7 @@ pub fn run(
                         "chars": hit.chars,
                     })).collect::<Vec<_>>(),
                 });
-                writeln!(file, "{line}")
-                    .map_err(|error| EvalError::Data { what: path.display().to_string(), detail: error.to_string() })?;
+                writeln!(file, "{line}").map_err(|e| data_error(path, e))?;
             }
             let relevant =
                 |evidence: &[String]| units.iter().filter(|u| u.iter().any(|id| evidence.contains(id))).count();
@@ -375,9 +373,8 @@ pub fn run(
         }
         dropped += sample.dropped_evidence;
     }
-    if let (Some(mut file), Some(path)) = (hits_file, &options.hits) {
-        file.flush()
-            .map_err(|error| EvalError::Data { what: path.display().to_string(), detail: error.to_string() })?;
+    if let Some((mut file, path)) = hits_file {
+        file.flush().map_err(|e| data_error(path, e))?;
     }
     let groups = |map: &BTreeMap<u32, Accumulator>| -> Value {
         Value::Object(map.iter().map(|(c, a)| (c.to_string(), a.to_json())).collect())

@@ -221,18 +221,5 @@ pub(crate) async fn rebuild(tx: &Transaction<'_>) -> StoreResult<()> {
     for (workspace, entity, drawer) in &mentions {
         tx.execute(&insert, &[workspace, entity, drawer]).await.ctx("rebuilding mentions")?;
     }
-    // HNSW and place indexes of models that have vectors but no index.
-    let models = tx
-        .query(
-            "SELECT embedding_model, min(vector_dims(embedding)) FROM drawers WHERE embedding IS NOT NULL \
-             GROUP BY embedding_model",
-            &[],
-        )
-        .await
-        .ctx("listing embedding models")?;
-    for row in models {
-        let (model, dim): (String, i32) = (row.get(0), row.get(1));
-        crate::vectors::create_index(tx, &model, usize::try_from(dim).unwrap_or(0)).await?;
-    }
-    Ok(())
+    crate::vectors::create_missing_indexes(tx).await
 }

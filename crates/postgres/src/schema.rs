@@ -68,6 +68,9 @@ pub(crate) async fn migrate(client: &mut deadpool_postgres::Object) -> StoreResu
         .await
         .ctx("recording a migration")?;
     }
+    // Indexes of the stored models that the migrations call for (schema 8's
+    // place indexes), made by the code that makes them for new models.
+    crate::vectors::create_missing_indexes(&tx).await?;
     tx.commit().await.ctx("committing the migration")?;
     Ok(())
 }

@@ -85,6 +85,25 @@ pub(crate) async fn create_index(tx: &Transaction<'_>, model: &str, dim: usize) 
     Ok(())
 }
 
+/// Creates the HNSW and place indexes of every stored model that lacks
+/// them: after a migration (schema 8 added the place indexes) and in
+/// `doctor`'s rebuild.
+pub(crate) async fn create_missing_indexes(tx: &Transaction<'_>) -> StoreResult<()> {
+    let models = tx
+        .query(
+            "SELECT embedding_model, min(vector_dims(embedding)) FROM drawers WHERE embedding IS NOT NULL \
+             GROUP BY embedding_model",
+            &[],
+        )
+        .await
+        .ctx("listing embedding models")?;
+    for row in models {
+        let (model, dim): (String, i32) = (row.get(0), row.get(1));
+        create_index(tx, &model, usize::try_from(dim).unwrap_or(0)).await?;
+    }
+    Ok(())
+}
+
 /// Makes sure the model's index exists (one creator at a time).
 pub(crate) async fn ensure_index(client: &mut deadpool_postgres::Object, model: &str, dim: usize) -> StoreResult<()> {
     let mut names = vec![index_name(model)];

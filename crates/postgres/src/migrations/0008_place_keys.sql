@@ -19,11 +19,10 @@
 -- collision costs a candidate, never a wrong result).
 --
 -- Adding the columns rewrites the table once (an exclusive lock while it
--- runs). New models get their place index with their HNSW index
--- (`vectors::create_index`); this creates it for the models already
--- stored, of at most 600 dimensions (wider vectors do not fit an entry).
--- The name is `drawers_place_vec_` and the first 16 hex digits of the
--- model name's SHA-256, as the HNSW index's.
+-- runs). The place index of each model of at most 600 dimensions (wider
+-- vectors do not fit an entry) is made by `vectors::create_index`, with
+-- the model's HNSW index; for the models already stored, `schema::migrate`
+-- makes them after the migrations (`vectors::create_missing_indexes`).
 
 -- The wing's key, defined once: the column below stores it and a search
 -- computes the keys of the wings it names with it.
@@ -34,25 +33,3 @@ ALTER TABLE drawers
     ADD COLUMN IF NOT EXISTS wing_key bigint GENERATED ALWAYS AS (mempalace_wing_key(workspace_id, wing)) STORED,
     ADD COLUMN IF NOT EXISTS room_key bigint GENERATED ALWAYS AS (hashtextextended(room, 0)) STORED,
     ADD COLUMN IF NOT EXISTS owner_key bigint GENERATED ALWAYS AS (hashtextextended(owner_user_id, 0)) STORED;
-
--- The models are listed first: an index cannot be created on a table a
--- loop's query still has open.
-DO $migration$
-DECLARE
-    models text[];
-    model text;
-BEGIN
-    SELECT coalesce(array_agg(embedding_model), '{}') INTO models FROM (
-        SELECT embedding_model FROM drawers
-        WHERE embedding IS NOT NULL AND embedding_model IS NOT NULL
-        GROUP BY embedding_model HAVING max(vector_dims(embedding)) <= 600
-    ) narrow;
-    FOREACH model IN ARRAY models LOOP
-        EXECUTE format(
-            'CREATE INDEX IF NOT EXISTS %I ON drawers (wing_key, room_key) INCLUDE (seq, owner_key, embedding) '
-            'WHERE embedding_model = %L AND status = ''active''',
-            'drawers_place_vec_' || substr(encode(sha256(convert_to(model, 'UTF8')), 'hex'), 1, 16),
-            model);
-    END LOOP;
-END
-$migration$;
